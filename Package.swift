@@ -1,0 +1,152 @@
+// swift-tools-version: 6.1
+//
+// bledfu: Nordic Secure DFU over raw ATT on Linux.
+//
+// The module graph is the layer graph (see docs/architecture.md). The core modules (BLECore, ATT, GATT,
+// DFUProtocol, DFUPackage, SecureDFU, DFUSimulator) make no syscalls and import neither Glibc nor the C shim;
+// the transports (PlatformIO, VirtualRadio, BlueZTransport) do the I/O.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let log = Target.Dependency.product(name: "Logging", package: "swift-log")
+
+var targets: [Target] = [
+    // Layer 0: C shim for libbluetooth (declarations and static inline helpers only).
+    .target(
+        name: "CBlueZShim",
+        path: "Sources/CBlueZShim",
+        linkerSettings: [.linkedLibrary("bluetooth")]
+    ),
+    // Layer 1: pure value types shared by every layer (bytes, addresses, UUIDs, CRCs, the bearer protocol).
+    .target(name: "BLECore", dependencies: [log], swiftSettings: swiftSettings),
+    // Layer 2: ATT PDU codec (pure).
+    .target(name: "ATT", dependencies: ["BLECore"], swiftSettings: swiftSettings),
+    // Layer 3: ATT client/server bearer logic and GATT client/server (pure Swift concurrency, no syscalls).
+    .target(name: "GATT", dependencies: ["BLECore", "ATT", log], swiftSettings: swiftSettings),
+    // Layer 4: transports. Every syscall goes through PlatformIO/Syscalls.swift.
+    .target(
+        name: "PlatformIO",
+        dependencies: ["BLECore", "CBlueZShim", .product(name: "SystemPackage", package: "swift-system"), log],
+        swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
+    ),
+    .target(name: "VirtualRadio", dependencies: ["BLECore", "ATT", "PlatformIO", log], swiftSettings: swiftSettings),
+    .target(
+        name: "BlueZTransport",
+        dependencies: ["BLECore", "ATT", "PlatformIO", "CBlueZShim", log],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 5: DFU package (zip + manifest + init packet), pure.
+    .target(
+        name: "DFUPackage",
+        dependencies: [
+            "BLECore",
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 6: Secure DFU wire protocol (control point messages, result codes), pure.
+    .target(name: "DFUProtocol", dependencies: ["BLECore"], swiftSettings: swiftSettings),
+    // Layer 7: the Secure DFU engine (state machine, pacing, driver actor), pure.
+    .target(
+        name: "SecureDFU",
+        dependencies: ["BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", log],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
+    .target(
+        name: "DFUSimulator",
+        dependencies: ["BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", log],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 9: the CLI (one subcommand per file) and its thin executable.
+    .target(
+        name: "BledfuCLI",
+        dependencies: [
+            "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
+            "SecureDFU", "DFUSimulator",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Yams", package: "Yams"),
+            log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
+
+    // Tests.
+    .testTarget(name: "BLECoreTests", dependencies: ["BLECore"], swiftSettings: swiftSettings),
+    .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "GATTTests",
+        dependencies: ["GATT", "ATT", "BLECore", "PlatformIO", "VirtualRadio"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "TransportTests",
+        dependencies: ["PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "BLECore", "ATT", "GATT"],
+        swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
+    ),
+    .testTarget(name: "DFUProtocolTests", dependencies: ["DFUProtocol", "BLECore"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "DFUPackageTests",
+        dependencies: ["DFUPackage", "BLECore", .product(name: "Crypto", package: "swift-crypto")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "SecureDFUTests",
+        dependencies: ["SecureDFU", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "DFUSimulatorTests",
+        dependencies: ["DFUSimulator", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "CLITests",
+        dependencies: ["BledfuCLI", "bledfu", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
+]
+
+// Development aid (docs/development.md): BLEDFU_TARGETS=ATT,GATT keeps only those targets, what they depend on,
+// and their test targets, so that work on one layer builds and tests without the others.
+if let only = Context.environment["BLEDFU_TARGETS"], !only.isEmpty {
+    let byName = Dictionary(uniqueKeysWithValues: targets.map { ($0.name, $0) })
+    var keep = Set<String>()
+    func visit(_ name: String) {
+        guard keep.insert(name).inserted, let target = byName[name] else { return }
+        for dependency in target.dependencies {
+            if case .byNameItem(let dep, _) = dependency { visit(dep) }
+            if case .targetItem(let dep, _) = dependency { visit(dep) }
+        }
+    }
+    for name in only.split(separator: ",").map(String.init) {
+        visit(name)
+        visit(name + "Tests")
+    }
+    targets = targets.filter { keep.contains($0.name) }
+}
+
+let package = Package(
+    name: "bledfu",
+    platforms: [.macOS(.v15)],
+    products: targets.contains { $0.name == "bledfu" } ? [.executable(name: "bledfu", targets: ["bledfu"])] : [],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+    ],
+    targets: targets
+)

@@ -1,0 +1,65 @@
+/// Why a bearer stopped or refused an operation.
+public struct BearerError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// The peer closed the link or the link was lost.
+        public static let disconnected = Code(name: "disconnected")
+        /// This side closed the bearer.
+        public static let closed = Code(name: "closed")
+        /// A PDU larger than the link allows.
+        public static let pduTooLarge = Code(name: "pduTooLarge")
+        /// The operating system refused (errno in the reason).
+        public static let system = Code(name: "system")
+        /// An operation did not finish in time.
+        public static let timeout = Code(name: "timeout")
+        public var description: String { name }
+    }
+
+    public var code: Code
+    public var reason: String
+    /// errno, when the operating system reported the failure.
+    public var errno: Int32?
+
+    public init(_ code: Code, _ reason: String = "", errno: Int32? = nil) {
+        self.code = code
+        self.reason = reason
+        self.errno = errno
+    }
+
+    public static func == (lhs: BearerError, rhs: BearerError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    public var description: String { reason.isEmpty ? "\(code)" : "\(code): \(reason)" }
+}
+
+/// What a link reports about itself (all optional: a virtual link may not know).
+public struct LinkInfo: Sendable, Hashable, Codable {
+    public var peer: PeerAddress?
+    public var connectionHandle: UInt16?
+    /// The largest ATT PDU the link can carry (L2CAP MTU for CID 4), if known.
+    public var maximumPDUSize: Int?
+    public init(peer: PeerAddress? = nil, connectionHandle: UInt16? = nil, maximumPDUSize: Int? = nil) {
+        self.peer = peer
+        self.connectionHandle = connectionHandle
+        self.maximumPDUSize = maximumPDUSize
+    }
+}
+
+/// One ATT bearer: a reliable, ordered, message-preserving link carrying exactly one ATT PDU per message, as the
+/// L2CAP fixed channel CID 4 does (Core Vol 3 Part F 3.2.11). Implemented by the BlueZ L2CAP socket, the virtual
+/// radio's SEQPACKET socket and the in-memory pair used by unit tests.
+public protocol ATTBearer: AnyObject, Sendable {
+    /// Sends one PDU. Suspends while the transmit queue is full (back-pressure); never drops.
+    func send(_ pdu: [UInt8]) async throws(BearerError)
+    /// The next PDU from the peer. Throws `.disconnected` once the peer is gone, `.closed` after `close()`.
+    func receive() async throws(BearerError) -> [UInt8]
+    /// Closes the link (a disconnect). Idempotent; pending `receive()` calls end with `.closed`.
+    func close() async
+    var linkInfo: LinkInfo { get }
+}
+
+/// Sees every PDU crossing a bearer (for captures and `--verbose` traces).
+public protocol PDUObserver: Sendable {
+    /// - Parameter sent: true for PDUs this side sent.
+    func observe(pdu: [UInt8], sent: Bool)
+}

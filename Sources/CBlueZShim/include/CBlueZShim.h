@@ -1,0 +1,2 @@
+/* Placeholder: the BlueZ helper replaces this with the libbluetooth declarations. */
+#include <bluetooth/bluetooth.h>

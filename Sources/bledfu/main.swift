@@ -1,0 +1,3 @@
+import BledfuCLI
+
+await BledfuCommand.main()
