@@ -63,7 +63,9 @@ var targets: [Target] = [
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
     .target(
         name: "DFUSimulator",
-        dependencies: ["BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", log],
+        dependencies: [
+            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", .product(name: "Crypto", package: "swift-crypto"), log,
+        ],
         swiftSettings: swiftSettings
     ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.

@@ -12,6 +12,12 @@ public struct ByteReader: Sendable {
         /// How many bytes were left.
         public var available: Int
 
+        public init(field: String, needed: Int, available: Int) {
+            self.field = field
+            self.needed = needed
+            self.available = available
+        }
+
         public var description: String {
             "truncated: \(field) needs \(needed) byte(s), \(available) left"
         }

@@ -1,3 +1,8 @@
 import BledfuCLI
 
-await BledfuCommand.main()
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+let code = await BledfuCommand.runMain()
+exit(code)

@@ -1,0 +1,117 @@
+import ATT
+import ArgumentParser
+import BLECore
+import BlueZTransport
+import Foundation
+import GATT
+import PlatformIO
+import VirtualRadio
+
+/// Options naming one device.
+struct DeviceOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The device address (C0:FF:EE:00:00:01).", valueName: "address"))
+    var device: String
+
+    @Option(name: .long, help: ArgumentHelp("The device's address type: public or random.", valueName: "type"))
+    var addressType: AddressType = .random
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("BT_SECURITY level for the link (1 low, 2 medium, 3 high, 4 FIPS).", valueName: "level"))
+    var security: UInt8?
+
+    func validate() throws {
+        guard BluetoothAddress(device) != nil else {
+            throw ValidationError("bad device address '\(device)': expected six hex bytes like C0:FF:EE:00:00:01")
+        }
+        if let security, !(1...4).contains(security) { throw ValidationError("--security must be 1 to 4") }
+    }
+
+    func peer() throws -> PeerAddress {
+        PeerAddress(try parseAddress(device), type: addressType)
+    }
+}
+
+extension AddressType: ExpressibleByArgument {}
+
+/// Makes the adapter named by `--adapter`.
+func makeAdapter(_ options: GlobalOptions) throws -> any BLEAdapter {
+    switch AdapterSpec(options.adapter) {
+    case .virtual(let directory): return VirtualRadio(directory: directory)
+    case .bluez(let name): return BlueZAdapter(name: name)
+    case nil: throw CLIError("bad --adapter '\(options.adapter)'", exitCode: BledfuExit.usage)
+    }
+}
+
+/// An open ATT connection with its capture, for the duration of a command.
+struct OpenConnection {
+    let att: ATTClient
+    let gatt: GATTClient
+    let capture: BTSnoopWriter?
+
+    func close() async {
+        await att.close()
+        capture?.close()
+    }
+}
+
+/// Connects, wraps the bearer for `--capture` and `--verbose`, and exchanges the MTU.
+func openConnection(_ options: GlobalOptions, _ device: DeviceOptions) async throws -> OpenConnection {
+    let adapter = try makeAdapter(options)
+    let peer = try device.peer()
+    var connectOptions = ConnectOptions(timeout: options.timeoutDuration)
+    connectOptions.securityLevel = device.security
+    let bearer: any ATTBearer
+    do {
+        bearer = try await adapter.connect(to: peer, options: connectOptions)
+    } catch {
+        throw CLIError(error)
+    }
+    var observers: [any PDUObserver] = []
+    var capture: BTSnoopWriter?
+    if let path = options.capture {
+        do {
+            let writer = try BTSnoopWriter(path: path, handle: bearer.linkInfo.connectionHandle ?? BTSnoopWriter.defaultHandle)
+            capture = writer
+            observers.append(writer)
+        } catch {
+            await bearer.close()
+            throw CLIError("cannot write capture file \(path): \(error)", exitCode: BledfuExit.failure)
+        }
+    }
+    if options.verbose { observers.append(TraceObserver()) }
+    let wrapped: any ATTBearer = observers.isEmpty ? bearer : CapturingBearer(wrapping: bearer, observers: observers)
+    let att = ATTClient(bearer: wrapped)
+    do {
+        _ = try await att.exchangeMTU()
+    } catch {
+        await att.close()
+        capture?.close()
+        throw CLIError(error)
+    }
+    return OpenConnection(att: att, gatt: GATTClient(att: att), capture: capture)
+}
+
+/// `--verbose`: one line per PDU on standard error.
+struct TraceObserver: PDUObserver {
+    func observe(pdu: [UInt8], sent: Bool) {
+        let text = (try? ATTPDU(decoding: pdu).description) ?? "undecodable PDU \(pdu.hexString)"
+        Console.errorRaw("\(sent ? "ATT >" : "ATT <") \(text)")
+    }
+}
+
+extension CLIError {
+    init(_ error: ATTClientError) {
+        switch error.code {
+        case .disconnected, .closed: self.init("the device disconnected: \(error)", exitCode: BledfuExit.disconnected)
+        default: self.init("\(error)", exitCode: BledfuExit.protocolError)
+        }
+    }
+}
+
+/// Parses a handle ("0x000E" or "14").
+func parseHandle(_ text: String) throws -> UInt16 {
+    let value: UInt16? = text.lowercased().hasPrefix("0x") ? UInt16(text.dropFirst(2), radix: 16) : UInt16(text)
+    guard let value, value != 0 else { throw ValidationError("bad attribute handle '\(text)': expected 0x0001-0xFFFF") }
+    return value
+}

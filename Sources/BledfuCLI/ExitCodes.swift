@@ -1,0 +1,92 @@
+import ArgumentParser
+import BLECore
+
+/// bledfu's exit codes. Documented in README.md ("Exit codes") and `bledfu --help`; scripts may rely on them.
+public enum BledfuExit {
+    public static let success: Int32 = 0
+    /// A failure with no more specific code.
+    public static let failure: Int32 = 1
+    /// Bad arguments (ArgumentParser's validation failure).
+    public static let usage: Int32 = 64
+
+    // Link and adapter (10-19).
+    public static let noBluetoothInKernel: Int32 = 10
+    public static let noAdapter: Int32 = 11
+    public static let adapterDown: Int32 = 12
+    public static let permissionDenied: Int32 = 13
+    public static let badAddress: Int32 = 14
+    public static let connectionTimeout: Int32 = 15
+    public static let disconnected: Int32 = 16
+    public static let deviceNotFound: Int32 = 17
+    public static let busy: Int32 = 18
+    public static let connectionRefused: Int32 = 19
+    /// The peer broke the ATT protocol, answered with an ATT error, or did not answer in time.
+    public static let protocolError: Int32 = 20
+
+    // Packages (30-39): see docs/packages.md.
+    public static let packageInvalid: Int32 = 30
+
+    // DFU (40-49): see docs/engine.md.
+    public static let dfuFailed: Int32 = 40
+
+    /// Stopped by Ctrl-C (SIGINT) at a safe point.
+    public static let interrupted: Int32 = 130
+
+    /// The table printed in `bledfu --help` and README.md.
+    public static let table: [(Int32, String)] = [
+        (success, "success"),
+        (failure, "other failure"),
+        (noBluetoothInKernel, "this kernel has no Bluetooth support (EAFNOSUPPORT)"),
+        (noAdapter, "no such Bluetooth adapter"),
+        (adapterDown, "the adapter is down"),
+        (permissionDenied, "permission denied (scanning needs CAP_NET_RAW)"),
+        (badAddress, "bad device address"),
+        (connectionTimeout, "connection timed out"),
+        (disconnected, "the device disconnected"),
+        (deviceNotFound, "device not found"),
+        (busy, "another program holds the device's ATT channel (EBUSY)"),
+        (connectionRefused, "connection refused"),
+        (protocolError, "ATT/GATT error, or the device did not answer in time"),
+        (packageInvalid, "the DFU package is malformed or fails verification (30-39, docs/packages.md)"),
+        (dfuFailed, "the DFU upload failed (40-49, docs/engine.md)"),
+        (usage, "bad arguments"),
+        (interrupted, "interrupted (Ctrl-C)"),
+    ]
+
+    public static var helpText: String {
+        "Exit codes:\n" + table.map { "  \($0.0)\t\($0.1)" }.joined(separator: "\n")
+    }
+
+    static func code(for error: AdapterError) -> Int32 {
+        switch error.code {
+        case .noBluetoothInKernel: noBluetoothInKernel
+        case .noAdapter: noAdapter
+        case .adapterDown: adapterDown
+        case .permissionDenied: permissionDenied
+        case .badAddress: badAddress
+        case .connectionTimeout: connectionTimeout
+        case .connectionRefused: connectionRefused
+        case .busy: busy
+        case .disconnected: disconnected
+        case .deviceNotFound: deviceNotFound
+        default: failure
+        }
+    }
+}
+
+/// An error the CLI reports as one line with its exit code.
+public struct CLIError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public var exitCode: Int32
+
+    public init(_ message: String, exitCode: Int32) {
+        self.message = message
+        self.exitCode = exitCode
+    }
+
+    public init(_ error: AdapterError) {
+        self.init(error.reason, exitCode: BledfuExit.code(for: error))
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,65 @@
+import ArgumentParser
+import BLECore
+
+/// Options shared by every command that talks to a radio.
+public struct GlobalOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The radio: a BlueZ adapter (hci0, hci1, or 'any') or a virtual radio (virtual:DIR).",
+            valueName: "adapter"))
+    public var adapter: String = "any"
+
+    @Flag(name: .long, help: "Print machine-readable NDJSON events on standard output.")
+    public var json = false
+
+    @Flag(name: .long, help: "Trace every ATT PDU on standard error.")
+    public var verbose = false
+
+    @Option(name: .long, help: ArgumentHelp("Seconds allowed for connecting or scanning.", valueName: "seconds"))
+    public var timeout: Double = 10
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Write all ATT traffic to a btsnoop file (Wireshark, btmon -r).", valueName: "file"))
+    public var capture: String?
+
+    public init() {}
+
+    public mutating func validate() throws {
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
+        guard AdapterSpec(adapter) != nil else {
+            throw ValidationError("--adapter must be hciN, 'any', or virtual:DIR (got '\(adapter)')")
+        }
+    }
+
+    public var timeoutDuration: Duration { .milliseconds(Int64(timeout * 1000)) }
+}
+
+/// A parsed `--adapter` value.
+public enum AdapterSpec: Equatable, Sendable {
+    case bluez(String?)
+    case virtual(String)
+
+    public init?(_ text: String) {
+        if text.hasPrefix("virtual:") {
+            let dir = String(text.dropFirst("virtual:".count))
+            guard !dir.isEmpty else { return nil }
+            self = .virtual(dir)
+        } else if text == "any" {
+            self = .bluez(nil)
+        } else if text.hasPrefix("hci"), let index = Int(text.dropFirst(3)), index >= 0, index < 0xFFFF {
+            self = .bluez(text)
+        } else {
+            return nil
+        }
+    }
+}
+
+/// Parses a device address for `--device`.
+func parseAddress(_ text: String) throws -> BluetoothAddress {
+    guard let address = BluetoothAddress(text) else {
+        throw CLIError("bad device address '\(text)': expected six hex bytes like C0:FF:EE:00:00:01", exitCode: BledfuExit.badAddress)
+    }
+    return address
+}

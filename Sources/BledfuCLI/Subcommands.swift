@@ -1,0 +1,9 @@
+import ArgumentParser
+
+extension BledfuCommand {
+    /// Every subcommand, one file each under Commands/.
+    static let subcommandTypes: [any ParsableCommand.Type] = [
+        ScanCommand.self,
+        GattCommand.self,
+    ]
+}

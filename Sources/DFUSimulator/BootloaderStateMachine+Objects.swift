@@ -1,0 +1,226 @@
+import BLECore
+import DFUPackage
+import DFUProtocol
+
+extension BootloaderStateMachine {
+    // MARK: Create
+
+    mutating func create(type: DFUObjectType, size: UInt32, now: Duration, into actions: inout [BootloaderAction]) {
+        switch type {
+        case .command:
+            currentType = type
+            // nrf_dfu_validation_init_cmd_create.
+            if size == 0 { return actions.append(.notify(response(.create, .failure(.invalidParameter)))) }
+            if size > UInt32(profile.commandObjectMaxSize) {
+                return actions.append(.notify(response(.create, .failure(.insufficientResources))))
+            }
+            initValid = false
+            settings = BootloaderSettings()  // dfu_progress_reset: all progress and the init command are gone.
+            settings.commandSize = size
+            prnCountdown = prnTarget
+            actions.append(.notify(response(.create, .success)))
+        case .data:
+            currentType = type
+            // on_data_obj_create_request, in the SDK's order.
+            guard initValid, let firmwareSize = firmwareSize(settings) else {
+                return actions.append(.notify(response(.create, .failure(.operationNotPermitted))))
+            }
+            let page = UInt32(profile.flash.pageSize)
+            let isLast = settings.offsetLast &+ size == firmwareSize
+            if size == 0 { return actions.append(.notify(response(.create, .failure(.invalidParameter)))) }
+            if size % page != 0 && !isLast {
+                return actions.append(.notify(response(.create, .failure(.invalidParameter))))
+            }
+            if size > UInt32(profile.dataObjectMaxSize) {
+                return actions.append(.notify(response(.create, .failure(.insufficientResources))))
+            }
+            if UInt64(settings.offsetLast) + UInt64(size) > UInt64(firmwareSize) {
+                return actions.append(.notify(response(.create, .failure(.operationNotPermitted))))
+            }
+            settings.dataObjectSize = size
+            settings.firmwareCRC = settings.crcLast
+            settings.firmwareOffset = settings.offsetLast
+            prnCountdown = prnTarget
+            let pages = Int((size + page - 1) / page)
+            let op = flash.erase(offset: Int(settings.offsetLast), pages: pages, now: now)
+            actions.append(.flash(op))
+            actions.append(.notify(response(.create, .success)))
+        default:
+            currentType = nil
+            actions.append(.notify(response(.create, .failure(.unsupportedType))))
+        }
+    }
+
+    // MARK: Execute
+
+    mutating func execute(now: Duration, into actions: inout [BootloaderAction]) {
+        switch currentType {
+        case .command?:
+            // nrf_dfu_validation_init_cmd_execute.
+            if settings.commandOffset != settings.commandSize || settings.commandSize == 0 {
+                return actions.append(.notify(response(.execute, .failure(.operationNotPermitted))))
+            }
+            if initValid {
+                // Already validated since the last reset: success again (the SDK recomputes the size only).
+                return actions.append(.notify(response(.execute, .success)))
+            }
+            let status = validateInit(settings.initCommand)
+            if status == .success {
+                initValid = true
+                persist()  // The init command is always written to flash.
+            } else {
+                settings = BootloaderSettings()
+            }
+            actions.append(.notify(response(.execute, status)))
+        case .data?:
+            executeData(now: now, into: &actions)
+        default:
+            actions.append(.notify(response(.execute, .failure(.invalidObject))))
+        }
+    }
+
+    mutating func executeData(now: Duration, into actions: inout [BootloaderAction]) {
+        // on_data_obj_execute_request: the written size must equal the created size (also fails on a repeat).
+        guard initValid, let firmwareSize = firmwareSize(settings),
+            settings.firmwareOffset &- settings.offsetLast == settings.dataObjectSize, settings.dataObjectSize != 0
+        else {
+            return actions.append(.notify(response(.execute, .failure(.operationNotPermitted))))
+        }
+        settings.offsetLast = settings.firmwareOffset
+        settings.crcLast = settings.firmwareCRC
+        settings.dataObjectSize = 0
+        guard settings.firmwareOffset == firmwareSize else {
+            if profile.saveProgress { persist() }
+            return actions.append(.notify(response(.execute, .success)))
+        }
+        // The last object: wait for the flash queue, then post-validate.
+        if let idle = flash.idleAt, idle > now { actions.append(.wait(idle - now)) }
+        flash.drain()
+        let image = flash.contents(count: Int(firmwareSize))
+        let status = postValidate(image)
+        guard status == .success, let command = decodedInit(settings) else {
+            settings = BootloaderSettings()
+            initValid = false
+            persist()
+            return actions.append(.notify(response(.execute, status)))
+        }
+        install(image: image, command: command)
+        counters.updatesCompleted += 1
+        settings = BootloaderSettings()
+        initValid = false
+        persist()
+        actions.append(.notify(response(.execute, .success)))
+        actions.append(.reboot(into: .application))
+    }
+
+    mutating func install(image: [UInt8], command: InitCommand) {
+        let type = command.type ?? .application
+        let version = command.fwVersion ?? 0
+        let digest = ImageDigest.sha256Hex(image)
+        let size = UInt32(image.count)
+        let keepVersion = command.isDebug == true
+        switch type {
+        case .application, .externalApplication:
+            let old = installed.application?.version ?? 0
+            installed.application = InstalledImage(version: keepVersion ? old : version, size: size, sha256: digest)
+        case .bootloader:
+            installed.bootloader = InstalledImage(
+                version: keepVersion ? installed.bootloader.version : version, size: size, sha256: digest)
+        case .softdevice:
+            installed.softdevice = InstalledImage(version: version, size: size, sha256: digest)
+        default:
+            let sdSize = Int(command.sdSize ?? 0)
+            let sd = Array(image.prefix(sdSize))
+            let bl = Array(image.dropFirst(sdSize))
+            installed.softdevice = InstalledImage(version: version, size: UInt32(sd.count), sha256: ImageDigest.sha256Hex(sd))
+            installed.bootloader = InstalledImage(
+                version: keepVersion ? installed.bootloader.version : version, size: UInt32(bl.count),
+                sha256: ImageDigest.sha256Hex(bl))
+        }
+    }
+
+    // MARK: Packet
+
+    mutating func packet(_ bytes: [UInt8], now: Duration) -> [BootloaderAction] {
+        counters.packetsReceived += 1
+        // nrf_dfu_ble.c on_write: no free receive buffer → the write is dropped before it is counted.
+        if flash.queuedWrites >= max(profile.link.receiveBuffers, 1) {
+            counters.packetsDropped += 1
+            return []
+        }
+        if faults.shouldDrop() {
+            counters.packetsDropped += 1
+            faults.record("drop", "drop-rate", bytes: counters.bytesReceived, at: now)
+            counters.faultsFired += 1
+            return [.fault(faults.log[faults.log.count - 1])]
+        }
+        counters.bytesReceived += UInt64(bytes.count)
+        var actions: [BootloaderAction] = []
+        var reply = ControlPointResponse(request: .calculateChecksum, status: .success, payload: [])
+        switch currentType {
+        case .command?:
+            // nrf_dfu_validation_init_cmd_append.
+            if UInt64(settings.commandOffset) + UInt64(bytes.count) > UInt64(settings.commandSize) {
+                reply.status = .failure(.invalidParameter)
+            } else {
+                settings.initCommand += bytes
+                settings.commandOffset += UInt32(bytes.count)
+                var crc = CRC32(continuing: settings.commandCRC)
+                crc.update(bytes)
+                settings.commandCRC = crc.value
+                reply = ControlPointResponse.checksum(offset: settings.commandOffset, crc: settings.commandCRC)
+            }
+        case .data?:
+            reply = dataWrite(bytes, now: now, into: &actions)
+        default:
+            reply.status = .failure(.invalidObject)
+        }
+        // ble_dfu_req_handler_callback: every handled write counts down; at zero the (CRC-shaped) response goes out.
+        if prnTarget != 0 {
+            prnCountdown = prnCountdown &- 1
+            if prnCountdown == 0 {
+                prnCountdown = prnTarget
+                counters.prnsSent += 1
+                actions.append(.notify(reply.status == .success ? reply.encoded : Array(reply.encoded.prefix(3))))
+            }
+        }
+        if let trigger = faults.atStep(["packet"], after: false) ?? faults.afterBytes(counters.bytesReceived) {
+            actions += fire(trigger, now: now)
+        }
+        return actions
+    }
+
+    /// on_data_obj_write_request. The returned response is what a PRN on this write carries.
+    mutating func dataWrite(_ bytes: [UInt8], now: Duration, into actions: inout [BootloaderAction]) -> ControlPointResponse {
+        var reply = ControlPointResponse(request: .calculateChecksum, status: .success, payload: [])
+        guard initValid else {
+            reply.status = .failure(.operationNotPermitted)
+            return reply
+        }
+        let objectEnd = UInt64(settings.offsetLast) + UInt64(settings.dataObjectSize)
+        guard UInt64(settings.firmwareOffset) + UInt64(bytes.count) <= objectEnd else {
+            reply.status = .failure(.invalidParameter)
+            return reply
+        }
+        var stored = bytes
+        if let index = faults.corruption(offset: Int(settings.firmwareOffset), count: bytes.count) {
+            stored[index] ^= 0x01
+            faults.record("corrupt-flash", "corrupt-flash-at", bytes: counters.bytesReceived, at: now)
+            counters.faultsFired += 1
+            actions.append(.fault(faults.log[faults.log.count - 1]))
+        }
+        guard let op = flash.write(offset: Int(settings.firmwareOffset), bytes: stored, now: now) else {
+            // Flash queue full: dropped silently; the zero-initialised response still counts toward the PRN
+            // (offset 0, CRC 0).
+            counters.packetsDropped += 1
+            return ControlPointResponse.checksum(offset: 0, crc: 0)
+        }
+        actions.append(.flash(op))
+        // The CRC covers the received data (RAM), not what flash holds.
+        var crc = CRC32(continuing: settings.firmwareCRC)
+        crc.update(bytes)
+        settings.firmwareCRC = crc.value
+        settings.firmwareOffset += UInt32(bytes.count)
+        return ControlPointResponse.checksum(offset: settings.firmwareOffset, crc: settings.firmwareCRC)
+    }
+}

@@ -1,0 +1,241 @@
+import ATT
+import BLECore
+import DFUPackage
+import DFUProtocol
+
+/// The nRF5 SDK 15-17 Secure DFU bootloader (BLE transport), as a pure value: events in, actions out.
+///
+/// Faithful to `nrf_dfu_ble.c`, `nrf_dfu_req_handler.c`, `nrf_dfu_validation.c` and `nrf_dfu_ver_validation.c`
+/// (secure-dfu-anchors.md §2). Responses are `60 <request opcode> <result> [payload]`; a result of 0x0B carries the
+/// extended error in byte 3. Time is passed in with each event (device time), so flash timing is deterministic.
+public struct BootloaderStateMachine: Sendable {
+    public let profile: DeviceProfile
+    /// Settings in RAM (`s_dfu_settings`).
+    public private(set) var settings = BootloaderSettings()
+    /// Settings as last written to flash (what a disconnect or reset reloads).
+    public private(set) var persisted = BootloaderSettings()
+    public private(set) var flash: FlashModel
+    public private(set) var installed: InstalledImages
+    public private(set) var counters = DeviceCounters()
+    /// `m_valid_init_cmd_present`.
+    public private(set) var initValid = false
+    /// The PRN target (`m_pkt_notif_target`) and countdown.
+    public private(set) var prnTarget: UInt16 = 0
+    var prnCountdown: UInt16 = 0
+    /// `m_objtype`: the object type of the last Select or Create.
+    public private(set) var currentType: DFUObjectType?
+    /// The device stopped answering (stall fault) until the link drops.
+    public private(set) var stalled = false
+    var faults: FaultInjector
+
+    public init(profile: DeviceProfile, faults: FaultPlan = .none) {
+        self.profile = profile
+        self.installed = profile.installed
+        self.flash = FlashModel(parameters: profile.flash, speedup: profile.speedup)
+        self.flash.slowdown = faults.slowFlash
+        self.faults = FaultInjector(plan: faults)
+    }
+
+    /// Faults that fired, in order.
+    public var faultLog: [FaultRecord] { faults.log }
+
+    /// Whether a DFU is under way (a validated init command is stored in flash).
+    public var updateInProgress: Bool { persisted.commandSize != 0 && decodedInit(persisted) != nil }
+
+    /// Handles one event at device time `now`.
+    public mutating func handle(_ event: BootloaderEvent, at now: Duration) -> [BootloaderAction] {
+        flash.retire(now: now)
+        switch event {
+        case .controlPointWrite(let bytes, let cccdEnabled):
+            // nrf_dfu_ble.c on_rw_authorize_req: no notifications enabled → CCCD improperly configured.
+            guard cccdEnabled else { return [.attError(.cccdImproperlyConfigured)] }
+            counters.controlPointWrites += 1
+            if stalled { return [] }
+            var actions: [BootloaderAction] = []
+            if faults.shouldDisconnect() {
+                return fire(.disconnect, "disconnect-rate", now: now)
+            }
+            controlPoint(bytes, now: now, into: &actions)
+            return actions
+        case .packetWrite(let bytes, let withResponse):
+            // dfu_pkt_char_add: write without response only.
+            if withResponse { return [.attError(.writeNotPermitted)] }
+            if stalled { return [] }
+            if faults.shouldDisconnect() { return fire(.disconnect, "disconnect-rate", now: now) }
+            return packet(bytes, now: now)
+        case .disconnected:
+            reloadSettings()
+            prnTarget = 0
+            prnCountdown = 0
+            stalled = false
+            return []
+        case .powerLoss:
+            flash.powerLoss(now: now)
+            reloadSettings()
+            return [.reboot(into: bootMode)]
+        case .reset:
+            flash.drain()
+            reloadSettings()
+            return [.reboot(into: bootMode)]
+        }
+    }
+
+    /// A new connection started.
+    public mutating func connected() {
+        counters.connections += 1
+    }
+
+    /// The mode the device boots into: the bootloader while an update is stored and unfinished, else the app.
+    public var bootMode: DeviceMode {
+        installed.application == nil || updateInProgress ? .bootloader : .application
+    }
+
+    /// `nrf_dfu_settings_reinit` + `nrf_dfu_validation_init`.
+    mutating func reloadSettings() {
+        settings = persisted
+        initValid = settings.commandSize != 0 && decodedInit(settings) != nil
+    }
+
+    mutating func persist() { persisted = settings }
+
+    // MARK: Control Point
+
+    mutating func controlPoint(_ bytes: [UInt8], now: Duration, into actions: inout [BootloaderAction]) {
+        guard let first = bytes.first else { return }
+        let opcode = DFUOpcode(rawValue: first)
+        let request: ControlPointRequest
+        do {
+            request = try ControlPointRequest(decoding: bytes)
+        } catch {
+            // A known opcode with the wrong length: the BLE transport cannot decode it.
+            actions.append(.notify(response(opcode, .failure(.invalidParameter))))
+            return
+        }
+        let steps = stepNames(for: request)
+        if let trigger = faults.atStep(steps, after: false) {
+            if trigger.action == .reject {
+                actions += fire(trigger, now: now)
+                actions.append(.notify(response(opcode, rejection(trigger))))
+                return
+            }
+            actions += fire(trigger, now: now)
+            return
+        }
+        let before = actions.count
+        switch request {
+        case .create(let type, let size): create(type: type, size: size, now: now, into: &actions)
+        case .setPRN(let value):
+            prnTarget = value
+            prnCountdown = value
+            actions.append(.notify(response(opcode, .success)))
+        case .calculateChecksum: checksum(into: &actions)
+        case .execute: execute(now: now, into: &actions)
+        case .select(let type): select(type, into: &actions)
+        case .abort:
+            // bootloader_reset(true): no response, reset at once.
+            flash.drain()
+            reloadSettings()
+            actions.append(.reboot(into: bootMode))
+            return
+        case .protocolVersion, .getMTU, .ping, .hardwareVersion, .firmwareVersion:
+            // ble_dfu_req_handler_callback adds payloads only for Select, Write and CRC: a bare header over BLE.
+            actions.append(.notify(response(opcode, profile.protocolReduced ? .failure(.opCodeNotSupported) : .success)))
+        case .write, .unknown:
+            actions.append(.notify(response(opcode, .failure(.opCodeNotSupported))))
+        }
+        if actions.count > before, actions.contains(where: { if case .reboot = $0 { true } else { false } }) {
+            return
+        }
+        if let trigger = faults.atStep(steps, after: true) {
+            if trigger.action != .reject { actions += fire(trigger, now: now) }
+        }
+    }
+
+    /// The step names a request counts as, for fault triggers.
+    func stepNames(for request: ControlPointRequest) -> [String] {
+        switch request {
+        case .select(let type): return [type == .command ? "select-command" : "select-data"]
+        case .create(let type, _): return [type == .command ? "create-command" : "create-data"]
+        case .setPRN: return ["set-prn"]
+        case .calculateChecksum: return ["checksum"]
+        case .abort: return ["abort"]
+        case .execute:
+            if currentType == .command { return ["execute-command"] }
+            let finalObject =
+                currentType == .data && firmwareSize(settings).map { settings.firmwareOffset == $0 } == true
+            return finalObject ? ["execute-data", "final-execute"] : ["execute-data"]
+        default: return [request.opcode.name?.lowercased().replacingSpaces ?? "unknown"]
+        }
+    }
+
+    func response(_ opcode: DFUOpcode, _ status: DFUStatus, _ payload: [UInt8] = []) -> [UInt8] {
+        ControlPointResponse(request: opcode, status: status, payload: payload).encoded
+    }
+
+    func rejection(_ trigger: FaultTrigger) -> DFUStatus {
+        let result = DFUResultCode(rawValue: trigger.result ?? DFUResultCode.operationFailed.rawValue)
+        if result == .extendedError { return .extended(DFUExtendedError(rawValue: trigger.extended ?? 0)) }
+        return result == .success ? .success : .failure(result)
+    }
+
+    mutating func select(_ type: DFUObjectType, into actions: inout [BootloaderAction]) {
+        switch type {
+        case .command:
+            currentType = type
+            actions.append(
+                .notify(
+                    ControlPointResponse.select(
+                        maxSize: UInt32(profile.commandObjectMaxSize), offset: settings.commandOffset,
+                        crc: settings.commandCRC
+                    ).encoded))
+        case .data:
+            currentType = type
+            actions.append(
+                .notify(
+                    ControlPointResponse.select(
+                        maxSize: UInt32(profile.dataObjectMaxSize), offset: settings.firmwareOffset,
+                        crc: settings.firmwareCRC
+                    ).encoded))
+        default:
+            currentType = nil
+            actions.append(.notify(response(.select, .failure(.unsupportedType))))
+        }
+    }
+
+    mutating func checksum(into actions: inout [BootloaderAction]) {
+        switch currentType {
+        case .command?:
+            actions.append(.notify(ControlPointResponse.checksum(offset: settings.commandOffset, crc: settings.commandCRC).encoded))
+        case .data?:
+            actions.append(.notify(ControlPointResponse.checksum(offset: settings.firmwareOffset, crc: settings.firmwareCRC).encoded))
+        default:
+            actions.append(.notify(response(.calculateChecksum, .failure(.invalidObject))))
+        }
+    }
+
+    /// Fires `trigger` (records it and returns its actions).
+    mutating func fire(_ trigger: FaultTrigger, now: Duration) -> [BootloaderAction] {
+        fire(trigger.action, trigger.label, now: now)
+    }
+
+    mutating func fire(_ action: FaultAction, _ label: String, now: Duration) -> [BootloaderAction] {
+        faults.record(action.rawValue, label, bytes: counters.bytesReceived, at: now)
+        counters.faultsFired += 1
+        let record = BootloaderAction.fault(faults.log[faults.log.count - 1])
+        switch action {
+        case .disconnect: return [record, .disconnect]
+        case .stall:
+            stalled = true
+            return [record]
+        case .reject: return [record]
+        case .powerLoss:
+            flash.powerLoss(now: now)
+            reloadSettings()
+            return [record, .reboot(into: bootMode)]
+        }
+    }
+}
+
+extension String {
+    var replacingSpaces: String { String(map { $0 == " " ? "-" : $0 }) }
+}

@@ -1,0 +1,102 @@
+/// The air-time model of one link (linux-ble.md §4.1 and appendix C).
+///
+/// LL PDU time: `T(payload) = 8 × (P + 4 + 2 + payload + MIC + 3) / R` µs, where P is the preamble (1 byte on 1M,
+/// 2 on 2M), 4 the access address, 2 the LL header, MIC 4 bytes when encrypted and payload > 0, 3 the CRC, and R
+/// 1 or 2 bits/µs. One central → peripheral data PDU costs a cycle `C = T(data) + 150 + T(0) + 150` (the peer's
+/// empty acknowledgement and two T_IFS). An ATT PDU of `MTU` bytes travels as an L2CAP PDU of `MTU + 4` bytes split
+/// into `⌈(MTU + 4) / LL⌉` LL fragments. A connection event carries
+/// `N = min(packetsPerEvent, ⌊CI / C(LL)⌋)` full-size LL PDUs; fragments continue in the next event.
+public struct LinkModel: Sendable, Hashable {
+    public var link: LinkParameters
+    public var flash: FlashParameters
+
+    public init(link: LinkParameters, flash: FlashParameters) {
+        self.link = link
+        self.flash = flash
+    }
+
+    public init(profile: DeviceProfile) {
+        self.init(link: profile.link, flash: profile.flash)
+    }
+
+    var is2M: Bool { link.phy.uppercased() == "2M" }
+    var bitsPerMicro: Double { is2M ? 2 : 1 }
+    var preamble: Int { is2M ? 2 : 1 }
+    var llLength: Int { min(max(link.llDataLength, 27), 251) }
+    var intervalMicros: Double { max(link.connectionIntervalMs, 7.5) * 1000 }
+
+    /// On-air time of one LL data PDU carrying `payload` bytes, µs.
+    public func pduMicros(payload: Int) -> Double {
+        let mic = link.encrypted && payload > 0 ? 4 : 0
+        return Double(8 * (preamble + 4 + 2 + payload + mic + 3)) / bitsPerMicro
+    }
+
+    /// One data PDU plus the empty acknowledgement and both inter-frame spaces, µs.
+    public func cycleMicros(payload: Int) -> Double {
+        pduMicros(payload: payload) + 150 + pduMicros(payload: 0) + 150
+    }
+
+    /// Full-size LL PDUs per connection event.
+    public var llPacketsPerEvent: Int {
+        let fit = Int(intervalMicros / cycleMicros(payload: llLength))
+        return max(1, min(max(link.packetsPerEvent, 1), fit))
+    }
+
+    /// LL fragments needed for one ATT PDU of `attBytes` bytes.
+    public func fragments(attBytes: Int) -> Int {
+        max(1, (attBytes + 4 + llLength - 1) / llLength)
+    }
+
+    /// The modelled time a Write Command of `attBytes` occupies the link, µs (at a steady stream).
+    public func writeCommandMicros(attBytes: Int) -> Double {
+        Double(fragments(attBytes: attBytes)) * intervalMicros / Double(llPacketsPerEvent)
+    }
+
+    /// The modelled round trip of a request and its response, µs.
+    public var requestRoundTripMicros: Double { Double(max(link.writeResponseLatencyEvents, 1)) * intervalMicros }
+
+    /// Time to write `bytes` to flash, µs (32-bit words).
+    public func flashWriteMicros(bytes: Int) -> Double { Double((bytes + 3) / 4) * flash.wordWriteMicros }
+
+    /// The link's throughput ceilings in bytes per second, for firmware bytes in `mtu - 3`-byte writes.
+    public func ceiling(mtu: Int? = nil) -> LinkCeiling {
+        let mtu = min(mtu ?? link.maxMTU, link.maxMTU)
+        let payload = Double(max(mtu - 3, 1))
+        let llPerSecond = Double(llPacketsPerEvent) * 1_000_000 / intervalMicros
+        let air = payload * llPerSecond / Double(fragments(attBytes: mtu))
+        let withResponse = payload * 1_000_000 / requestRoundTripMicros
+        let page = Double(flash.pageSize)
+        let flashRate = page * 1_000_000 / (flashWriteMicros(bytes: flash.pageSize) + flash.pageEraseMicros)
+        return LinkCeiling(
+            airWriteWithoutResponse: air, airWriteWithResponse: withResponse, flash: flashRate,
+            writeWithoutResponse: min(air, flashRate), writeWithResponse: min(withResponse, flashRate))
+    }
+}
+
+/// Throughput ceilings of a link, bytes per second (1 kB/s = 1000 bytes/s).
+public struct LinkCeiling: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Radio only, Write Without Response back to back.
+    public var airWriteWithoutResponse: Double
+    /// Radio only, one Write Request per round trip.
+    public var airWriteWithResponse: Double
+    /// Flash: write plus erase of every page.
+    public var flash: Double
+    /// min(air, flash) for Write Without Response.
+    public var writeWithoutResponse: Double
+    /// min(air, flash) for Write Request.
+    public var writeWithResponse: Double
+
+    public var description: String {
+        func kb(_ value: Double) -> String { String(Int((value / 100).rounded())).paddedTenths }
+        return "write without response \(kb(writeWithoutResponse)) kB/s (air \(kb(airWriteWithoutResponse)), flash "
+            + "\(kb(flash))), write with response \(kb(writeWithResponse)) kB/s"
+    }
+}
+
+extension String {
+    /// "366" → "36.6".
+    fileprivate var paddedTenths: String {
+        let digits = count < 2 ? String(repeating: "0", count: 2 - count) + self : self
+        return digits.dropLast() + "." + digits.suffix(1)
+    }
+}

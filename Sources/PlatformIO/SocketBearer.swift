@@ -1,0 +1,139 @@
+import BLECore
+import Logging
+import Synchronization
+import SystemPackage
+
+/// An ``ATTBearer`` over any connected, message-preserving socket (AF_UNIX SOCK_SEQPACKET, L2CAP SOCK_SEQPACKET):
+/// one message is one ATT PDU.
+///
+/// - `send`: a non-blocking send; on EAGAIN it waits until the socket is writable and retries. The socket's send
+///   buffer is therefore the transmit queue, and a full buffer suspends the sender (back-pressure, never drops).
+/// - `receive`: waits until readable, then receives one message (up to 65536 bytes). End of stream, ECONNRESET,
+///   EPIPE and ENOTCONN are `.disconnected`.
+/// - `close`: shutdown then close, once; pending and later calls end with `.closed`.
+public final class SocketBearer: ATTBearer {
+    /// The receive buffer: larger than any ATT PDU (ATT_MTU is at most 517, L2CAP SDUs at most 65535).
+    public static let receiveBufferSize = 65536
+
+    public let linkInfo: LinkInfo
+    private let logger: Logger
+    private let descriptor: Mutex<SocketDescriptor?>
+
+    /// Takes ownership of a connected socket (made non-blocking here).
+    public init(descriptor: SocketDescriptor, linkInfo: LinkInfo = LinkInfo(), logger: Logger = Logger(label: "bledfu.bearer")) {
+        // A descriptor from `SocketDescriptor.open` is already non-blocking; one from elsewhere may not be. Failing
+        // here leaves a blocking socket, which still works for tests but is reported at debug level.
+        do throws(Errno) {
+            try SocketDescriptor.setNonBlockingCloseOnExec(descriptor.rawValue)
+        } catch {
+            logger.debug("cannot make socket non-blocking", metadata: ["errno": "\(error)"])
+        }
+        self.descriptor = Mutex(descriptor)
+        self.linkInfo = linkInfo
+        self.logger = logger
+    }
+
+    /// The descriptor while open (for socket options such as SO_SNDBUF).
+    public var socket: SocketDescriptor? { descriptor.withLock { $0 } }
+
+    private func open() throws(BearerError) -> SocketDescriptor {
+        guard let fd = descriptor.withLock({ $0 }) else { throw BearerError(.closed, "bearer closed") }
+        return fd
+    }
+
+    public func send(_ pdu: [UInt8]) async throws(BearerError) {
+        if let limit = linkInfo.maximumPDUSize, pdu.count > limit {
+            throw BearerError(.pduTooLarge, "\(pdu.count) bytes, link carries \(limit)")
+        }
+        while true {
+            let fd = try open()
+            let result: IOResult<Int>
+            do throws(Errno) {
+                result = try fd.send(pdu)
+            } catch {
+                throw mapError(error, operation: "send")
+            }
+            switch result {
+            case .processed:
+                logger.trace("sent PDU", metadata: ["att.length": "\(pdu.count)"])
+                return
+            case .wouldBlock:
+                do throws(Errno) {
+                    try await fd.waitWritable()
+                } catch {
+                    throw mapWaitError(error)
+                }
+            }
+        }
+    }
+
+    public func receive() async throws(BearerError) -> [UInt8] {
+        while true {
+            let fd = try open()
+            let result: IOResult<[UInt8]>
+            do throws(Errno) {
+                result = try fd.receive(maximumCount: SocketBearer.receiveBufferSize)
+            } catch {
+                throw mapError(error, operation: "recv")
+            }
+            switch result {
+            case .processed(let bytes):
+                // ATT PDUs are never empty, so an empty message is end of stream (or our own shutdown).
+                if bytes.isEmpty {
+                    _ = try open()
+                    throw BearerError(.disconnected, "peer closed the link")
+                }
+                logger.trace("received PDU", metadata: ["att.length": "\(bytes.count)"])
+                return bytes
+            case .wouldBlock:
+                do throws(Errno) {
+                    try await fd.waitReadable()
+                } catch {
+                    throw mapWaitError(error)
+                }
+            }
+        }
+    }
+
+    public func close() async {
+        closeNow()
+    }
+
+    /// Synchronous close (idempotent): shutdown wakes the waiters, then the descriptor is closed.
+    public func closeNow() {
+        guard let fd = descriptor.withLock({ state -> SocketDescriptor? in
+            defer { state = nil }
+            return state
+        }) else { return }
+        // ENOTCONN after the peer left is expected; the descriptor is closed below regardless.
+        try? fd.shutdown()
+        do throws(Errno) {
+            try fd.close()
+        } catch {
+            logger.debug("close failed", metadata: ["errno": "\(error)"])
+        }
+    }
+
+    deinit { closeNow() }
+
+    private func mapError(_ error: Errno, operation: String) -> BearerError {
+        if descriptor.withLock({ $0 == nil }) { return BearerError(.closed, "bearer closed") }
+        switch error {
+        case .connectionReset, .brokenPipe, .socketNotConnected, .connectionAbort, .timedOut, .hostIsDown,
+            .noRouteToHost:
+            return BearerError(.disconnected, "\(operation): \(error)", errno: error.rawValue)
+        case .messageTooLong:
+            return BearerError(.pduTooLarge, "\(operation): \(error)", errno: error.rawValue)
+        case .badFileDescriptor:
+            return BearerError(.closed, "\(operation): \(error)", errno: error.rawValue)
+        default:
+            return BearerError(.system, "\(operation): \(error)", errno: error.rawValue)
+        }
+    }
+
+    private func mapWaitError(_ error: Errno) -> BearerError {
+        if descriptor.withLock({ $0 == nil }) { return BearerError(.closed, "bearer closed") }
+        if error == .canceled { return BearerError(.closed, "cancelled") }
+        return BearerError(.system, "wait: \(error)", errno: error.rawValue)
+    }
+}

@@ -1,0 +1,93 @@
+import BLECore
+import Foundation
+
+/// The advertisement file of a virtual device (docs/virtual-radio.md, "Advertisement files").
+///
+/// UTF-8 text, one `key=value` per line ('\n'), `#` starts a comment line, unknown keys are ignored:
+///
+///     address=C0:FF:EE:00:00:01      required; must match the file name
+///     address_type=random            public | random (default random)
+///     rssi=-50                       signed decimal dBm (optional)
+///     connectable=1                  1 | 0 (default 1)
+///     data=0201060909...             hex of the raw AD structures (advertising data + scan response), may be empty
+public enum AdvertisementFile {
+    /// Why an advertisement file was rejected.
+    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+        public var line: Int
+        public var reason: String
+        public var description: String { "line \(line): \(reason)" }
+    }
+
+    /// "C0-FF-EE-00-00-01": the address in a file name (upper-case hex, '-' separators).
+    public static func baseName(_ address: BluetoothAddress) -> String {
+        address.description.replacingOccurrences(of: ":", with: "-")
+    }
+
+    public static func socketName(_ address: BluetoothAddress) -> String { baseName(address) + ".sock" }
+    public static func advertisementName(_ address: BluetoothAddress) -> String { baseName(address) + ".adv" }
+
+    /// The address a file name stands for ("C0-FF-EE-00-00-01.adv"), nil for other names.
+    public static func address(fromFileName name: String, suffix: String) -> BluetoothAddress? {
+        guard name.hasSuffix(suffix), !name.hasPrefix(".") else { return nil }
+        return BluetoothAddress(String(name.dropLast(suffix.count)))
+    }
+
+    public static func encode(_ advertisement: Advertisement) -> String {
+        var lines = [
+            "# bledfu virtual radio advertisement",
+            "address=\(advertisement.peer.address)",
+            "address_type=\(advertisement.peer.type)",
+        ]
+        if let rssi = advertisement.rssi { lines.append("rssi=\(rssi)") }
+        lines.append("connectable=\(advertisement.connectable ? 1 : 0)")
+        lines.append("data=\(advertisement.data.hexString)")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    public static func parse(_ text: String) throws(ParseError) -> Advertisement {
+        var address: BluetoothAddress?
+        var type = AddressType.random
+        var rssi: Int8?
+        var connectable = true
+        var data: [UInt8] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            let number = index + 1
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ParseError(line: number, reason: "expected key=value")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            switch key {
+            case "address":
+                guard let parsed = BluetoothAddress(value) else {
+                    throw ParseError(line: number, reason: "bad address \(value)")
+                }
+                address = parsed
+            case "address_type":
+                guard let parsed = AddressType(rawValue: value.lowercased()) else {
+                    throw ParseError(line: number, reason: "bad address_type \(value)")
+                }
+                type = parsed
+            case "rssi":
+                guard let parsed = Int8(value) else { throw ParseError(line: number, reason: "bad rssi \(value)") }
+                rssi = parsed
+            case "connectable":
+                guard value == "0" || value == "1" else {
+                    throw ParseError(line: number, reason: "bad connectable \(value)")
+                }
+                connectable = value == "1"
+            case "data":
+                guard let parsed = [UInt8](hexString: value) else {
+                    throw ParseError(line: number, reason: "bad hex data")
+                }
+                data = parsed
+            default:
+                continue  // unknown keys are ignored (forward compatibility)
+            }
+        }
+        guard let address else { throw ParseError(line: 0, reason: "no address") }
+        return Advertisement(peer: PeerAddress(address, type: type), rssi: rssi, data: data, connectable: connectable)
+    }
+}

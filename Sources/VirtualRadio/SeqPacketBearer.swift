@@ -1,0 +1,18 @@
+import BLECore
+import PlatformIO
+import SystemPackage
+
+/// The virtual radio's and tests' name for a ``SocketBearer`` over AF_UNIX SOCK_SEQPACKET.
+public enum SeqPacketBearer {
+    /// A connected pair of bearers over `socketpair(AF_UNIX, SOCK_SEQPACKET)`: what one sends, the other receives.
+    public static func makePair(linkInfo: LinkInfo = LinkInfo()) throws -> (any ATTBearer, any ATTBearer) {
+        let (a, b) = try makeSocketPair(linkInfo: linkInfo)
+        return (a, b)
+    }
+
+    /// Like ``makePair(linkInfo:)``, typed (gives access to the sockets).
+    public static func makeSocketPair(linkInfo: LinkInfo = LinkInfo()) throws(Errno) -> (SocketBearer, SocketBearer) {
+        let (a, b) = try SocketDescriptor.seqPacketPair()
+        return (SocketBearer(descriptor: a, linkInfo: linkInfo), SocketBearer(descriptor: b, linkInfo: linkInfo))
+    }
+}

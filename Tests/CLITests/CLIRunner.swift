@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+/// Runs the built `bledfu` binary (built next to the test bundle) and captures its output.
+struct CLIRunner {
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+        var errorLines: [String] { stderr.split(separator: "\n").map(String.init) }
+    }
+
+    static var binary: URL {
+        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var directory = testBinary.deletingLastPathComponent()
+        // On Linux the test runner is `.build/<triple>/debug/bledfuPackageTests.xctest`.
+        if directory.pathExtension == "xctest" { directory = directory.deletingLastPathComponent() }
+        return directory.appendingPathComponent("bledfu")
+    }
+
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        // Drain both pipes while waiting so a chatty child cannot block on a full pipe.
+        let group = DispatchGroup()
+        nonisolated(unsafe) var outData = Data()
+        nonisolated(unsafe) var errData = Data()
+        group.enter()
+        DispatchQueue.global().async {
+            outData = out.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        group.enter()
+        DispatchQueue.global().async {
+            errData = err.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            process.terminate()
+            Issue.record("bledfu \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+        }
+        process.waitUntilExit()
+        group.wait()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// True when this kernel has no AF_BLUETOOTH (as on the build machines).
+    static var kernelHasNoBluetooth: Bool {
+        let fd = socket(31, Int32(SOCK_SEQPACKET.rawValue), 0)
+        if fd >= 0 {
+            close(fd)
+            return false
+        }
+        return errno == EAFNOSUPPORT
+    }
+}
