@@ -81,6 +81,8 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
+    // libFuzzer target for DFUPackage (tools/fuzz-package builds it with -sanitize=fuzzer -DFUZZING).
+    .executableTarget(name: "FuzzPackage", dependencies: ["DFUPackage"], swiftSettings: swiftSettings),
 
     // Tests.
     .testTarget(name: "BLECoreTests", dependencies: ["BLECore"], swiftSettings: swiftSettings),

@@ -5,5 +5,8 @@ extension BledfuCommand {
     static let subcommandTypes: [any ParsableCommand.Type] = [
         ScanCommand.self,
         GattCommand.self,
+        SimulateCommand.self,
+        FlashCommand.self,
+        ResumeCommand.self,
     ]
 }

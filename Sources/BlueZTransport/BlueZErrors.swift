@@ -11,6 +11,7 @@ public enum BlueZOperation: String, Sendable, CaseIterable {
     case socket
     case bind
     case connect
+    case socketOption = "setsockopt"
     case scan
     case adapterLookup = "adapter lookup"
 }

@@ -22,6 +22,10 @@ public struct HCIDecodeError: Error, Hashable, Sendable, CustomStringConvertible
         self.init(.truncated, truncated.description)
     }
 
+    /// Errors compare by code; the reason is for people.
+    public static func == (lhs: HCIDecodeError, rhs: HCIDecodeError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
     public var description: String { "\(code): \(reason)" }
 }
 
@@ -37,6 +41,19 @@ public struct HCIAdvertisingReport: Hashable, Sendable {
     public var data: [UInt8]
     public var isScanResponse: Bool
     public var connectable: Bool
+
+    public init(
+        eventType: UInt16, addressType: UInt8, address: BluetoothAddress, rssi: Int8?, data: [UInt8],
+        isScanResponse: Bool, connectable: Bool
+    ) {
+        self.eventType = eventType
+        self.addressType = addressType
+        self.address = address
+        self.rssi = rssi
+        self.data = data
+        self.isScanResponse = isScanResponse
+        self.connectable = connectable
+    }
 
     /// The peer as BLECore types it (identity types fold onto public/random); nil for anonymous advertisers.
     public var peer: PeerAddress? {

@@ -54,7 +54,13 @@ public struct HCIScanner: Sendable {
             do throws(Errno) {
                 try await fd.waitReadable(timeout: ContinuousClock.now.duration(to: deadline))
                 guard case .processed(let packet) = try fd.receive(maximumCount: 260) else { continue }
-                guard let event = try? HCIEvent.decode(packet) else { continue }
+                let event: HCIEvent
+                do {
+                    event = try HCIEvent.decode(packet)
+                } catch {
+                    logger.trace("undecodable HCI packet", metadata: ["error": "\(error)"])
+                    continue
+                }
                 if case .advertisingReports(let reports) = event {
                     for item in reports { if let advertisement = folder.fold(item) { report(advertisement) } }
                 }

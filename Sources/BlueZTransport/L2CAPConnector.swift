@@ -61,10 +61,10 @@ public enum L2CAPConnector {
                     fd.rawValue, BLEDFU_SOL_BLUETOOTH, BLEDFU_BT_SECURITY, &security,
                     socklen_t(MemoryLayout<bt_security>.size))
             }
-            if case .failure(let error) = result { throw failure(error, .connect) }
+            if case .failure(let error) = result { throw failure(error, .socketOption) }
         }
         if let bytes = options.sendBufferBytes {
-            do { try fd.setSendBufferSize(bytes) } catch { throw failure(error, .connect) }
+            do { try fd.setSendBufferSize(bytes) } catch { throw failure(error, .socketOption) }
         }
 
         var remote = BlueZSocketAddress.l2capATT(peer.address, type: BlueZSocketAddress.addressType(peer.type))

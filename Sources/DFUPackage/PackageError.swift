@@ -33,8 +33,15 @@ public struct PackageError: Error, Hashable, Sendable, CustomStringConvertible {
         /// Reading or writing a file failed.
         public static let io = Code(rawValue: 12)
 
-        /// The process exit status for this code (docs/packages.md lists them): 20 + raw value.
-        public var exitCode: Int32 { Int32(20 + Int(min(rawValue, 99))) }
+        /// The process exit status for this code (bledfu reserves 30-39 for packages; docs/packages.md):
+        /// 30 invalid archive, 31 unsafe entry, 32 too large, 33 corrupt entry, 34 invalid manifest, 35 missing file,
+        /// 36 invalid init packet, 37 image mismatch, 38 signature invalid, 39 anything else (key, input, I/O).
+        public var exitCode: Int32 {
+            switch rawValue {
+            case 1...9: Int32(29 + Int(rawValue))
+            default: 39
+            }
+        }
 
         public var description: String {
             switch self {

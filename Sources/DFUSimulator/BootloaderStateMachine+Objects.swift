@@ -132,7 +132,8 @@ extension BootloaderStateMachine {
             let sdSize = Int(command.sdSize ?? 0)
             let sd = Array(image.prefix(sdSize))
             let bl = Array(image.dropFirst(sdSize))
-            installed.softdevice = InstalledImage(version: version, size: UInt32(sd.count), sha256: ImageDigest.sha256Hex(sd))
+            installed.softdevice = InstalledImage(
+                version: version, size: UInt32(sd.count), sha256: ImageDigest.sha256Hex(sd))
             installed.bootloader = InstalledImage(
                 version: keepVersion ? installed.bootloader.version : version, size: UInt32(bl.count),
                 sha256: ImageDigest.sha256Hex(bl))
@@ -191,7 +192,9 @@ extension BootloaderStateMachine {
     }
 
     /// on_data_obj_write_request. The returned response is what a PRN on this write carries.
-    mutating func dataWrite(_ bytes: [UInt8], now: Duration, into actions: inout [BootloaderAction]) -> ControlPointResponse {
+    mutating func dataWrite(_ bytes: [UInt8], now: Duration, into actions: inout [BootloaderAction])
+        -> ControlPointResponse
+    {
         var reply = ControlPointResponse(request: .calculateChecksum, status: .success, payload: [])
         guard initValid else {
             reply.status = .failure(.operationNotPermitted)

@@ -11,21 +11,21 @@ import DFUProtocol
 public struct BootloaderStateMachine: Sendable {
     public let profile: DeviceProfile
     /// Settings in RAM (`s_dfu_settings`).
-    public private(set) var settings = BootloaderSettings()
+    public internal(set) var settings = BootloaderSettings()
     /// Settings as last written to flash (what a disconnect or reset reloads).
-    public private(set) var persisted = BootloaderSettings()
-    public private(set) var flash: FlashModel
-    public private(set) var installed: InstalledImages
-    public private(set) var counters = DeviceCounters()
+    public internal(set) var persisted = BootloaderSettings()
+    public internal(set) var flash: FlashModel
+    public internal(set) var installed: InstalledImages
+    public internal(set) var counters = DeviceCounters()
     /// `m_valid_init_cmd_present`.
-    public private(set) var initValid = false
+    public internal(set) var initValid = false
     /// The PRN target (`m_pkt_notif_target`) and countdown.
-    public private(set) var prnTarget: UInt16 = 0
+    public internal(set) var prnTarget: UInt16 = 0
     var prnCountdown: UInt16 = 0
     /// `m_objtype`: the object type of the last Select or Create.
-    public private(set) var currentType: DFUObjectType?
+    public internal(set) var currentType: DFUObjectType?
     /// The device stopped answering (stall fault) until the link drops.
-    public private(set) var stalled = false
+    public internal(set) var stalled = false
     var faults: FaultInjector
 
     public init(profile: DeviceProfile, faults: FaultPlan = .none) {
@@ -139,7 +139,8 @@ public struct BootloaderStateMachine: Sendable {
             return
         case .protocolVersion, .getMTU, .ping, .hardwareVersion, .firmwareVersion:
             // ble_dfu_req_handler_callback adds payloads only for Select, Write and CRC: a bare header over BLE.
-            actions.append(.notify(response(opcode, profile.protocolReduced ? .failure(.opCodeNotSupported) : .success)))
+            actions.append(
+                .notify(response(opcode, profile.protocolReduced ? .failure(.opCodeNotSupported) : .success)))
         case .write, .unknown:
             actions.append(.notify(response(opcode, .failure(.opCodeNotSupported))))
         }
@@ -205,9 +206,13 @@ public struct BootloaderStateMachine: Sendable {
     mutating func checksum(into actions: inout [BootloaderAction]) {
         switch currentType {
         case .command?:
-            actions.append(.notify(ControlPointResponse.checksum(offset: settings.commandOffset, crc: settings.commandCRC).encoded))
+            actions.append(
+                .notify(ControlPointResponse.checksum(offset: settings.commandOffset, crc: settings.commandCRC).encoded)
+            )
         case .data?:
-            actions.append(.notify(ControlPointResponse.checksum(offset: settings.firmwareOffset, crc: settings.firmwareCRC).encoded))
+            actions.append(
+                .notify(
+                    ControlPointResponse.checksum(offset: settings.firmwareOffset, crc: settings.firmwareCRC).encoded))
         default:
             actions.append(.notify(response(.calculateChecksum, .failure(.invalidObject))))
         }

@@ -31,7 +31,10 @@ public struct FaultTrigger: Codable, Sendable, Hashable {
         case afterBytes = "after_bytes"
     }
 
-    public init(action: FaultAction, step: String? = nil, afterBytes: UInt64? = nil, result: UInt8? = nil, extended: UInt8? = nil) {
+    public init(
+        action: FaultAction, step: String? = nil, afterBytes: UInt64? = nil, result: UInt8? = nil,
+        extended: UInt8? = nil
+    ) {
         self.action = action
         self.step = step
         self.afterBytes = afterBytes
@@ -104,7 +107,9 @@ public struct FaultPlan: Codable, Sendable, Hashable {
             case "drop-rate": dropRate = try Self.rate(value, key)
             case "disconnect-rate": disconnectRate = try Self.rate(value, key)
             case "slow-flash":
-                guard let factor = Double(value), factor > 0 else { throw FaultPlanError("\(key): '\(value)' is not a positive number") }
+                guard let factor = Double(value), factor > 0 else {
+                    throw FaultPlanError("\(key): '\(value)' is not a positive number")
+                }
                 slowFlash = factor
             case "corrupt-flash-at": corruptFlashAt.append(UInt32(truncatingIfNeeded: try Self.integer(value, key)))
             case "disconnect-after-bytes":
@@ -121,11 +126,14 @@ public struct FaultPlan: Codable, Sendable, Hashable {
                 }
                 var extended: UInt8?
                 if parts.count == 3 {
-                    guard let ext = UInt8(parts[2], radix: 16) else { throw FaultPlanError("\(key): bad extended code '\(parts[2])'") }
+                    guard let ext = UInt8(parts[2], radix: 16) else {
+                        throw FaultPlanError("\(key): bad extended code '\(parts[2])'")
+                    }
                     extended = ext
                 }
                 triggers.append(
-                    FaultTrigger(action: .reject, step: try Self.step(parts[0], key), result: result, extended: extended))
+                    FaultTrigger(
+                        action: .reject, step: try Self.step(parts[0], key), result: result, extended: extended))
             default: throw FaultPlanError("unknown fault '\(key)'")
             }
         }
@@ -139,7 +147,8 @@ public struct FaultPlan: Codable, Sendable, Hashable {
     static func step(_ value: String, _ key: String) throws(FaultPlanError) -> String {
         let spec = StepSpec(value)
         guard stepNames.contains(spec.name), spec.occurrence >= 1 else {
-            throw FaultPlanError("\(key): unknown step '\(value)' (known: \(stepNames.sorted().joined(separator: ", ")))")
+            throw FaultPlanError(
+                "\(key): unknown step '\(value)' (known: \(stepNames.sorted().joined(separator: ", ")))")
         }
         return value.lowercased()
     }
@@ -151,7 +160,9 @@ public struct FaultPlan: Codable, Sendable, Hashable {
     }
 
     static func rate(_ value: String, _ key: String) throws(FaultPlanError) -> Double {
-        guard let rate = Double(value), (0...1).contains(rate) else { throw FaultPlanError("\(key): '\(value)' is not in 0...1") }
+        guard let rate = Double(value), (0...1).contains(rate) else {
+            throw FaultPlanError("\(key): '\(value)' is not in 0...1")
+        }
         return rate
     }
 }

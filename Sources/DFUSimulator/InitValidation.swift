@@ -3,7 +3,13 @@ import Crypto
 import DFUPackage
 import DFUProtocol
 
-/// SHA-256 helpers.
+/// SHA-256 as the simulator computes image digests (natural byte order).
+public enum DFUSimulatorDigest {
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] { ImageDigest.sha256(bytes) }
+    /// Lowercase hex, as `InstalledImage.sha256` holds it.
+    public static func sha256Hex(_ bytes: [UInt8]) -> String { ImageDigest.sha256Hex(bytes) }
+}
+
 enum ImageDigest {
     static func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
     static func sha256Hex(_ bytes: [UInt8]) -> String { ByteWriter.hex(sha256(bytes)) }
@@ -25,6 +31,7 @@ extension BootloaderStateMachine {
     /// The stored init packet, decoded (`stored_init_cmd_decode`).
     func decodedInit(_ settings: BootloaderSettings) -> InitCommand? {
         guard settings.commandSize != 0 else { return nil }
+        // An undecodable stored command counts as "no init command" (stored_init_cmd_decode returns false).
         return try? SecureInitPacket(decoding: settings.initCommand).command
     }
 
@@ -56,7 +63,9 @@ extension BootloaderStateMachine {
         // Signature (nrf_dfu_validation_prevalidate → nrf_dfu_validation_signature_check).
         if signatureRequired(command.type) {
             guard let signature = packet.signature else { return .extended(.signatureMissing) }
-            guard packet.signatureType == SecureInitPacket.ecdsaP256Sha256 else { return .extended(.wrongSignatureType) }
+            guard packet.signatureType == SecureInitPacket.ecdsaP256Sha256 else {
+                return .extended(.wrongSignatureType)
+            }
             guard signature.count == 64 else { return .failure(.operationFailed) }
             guard Self.verify(signature: signature, over: packet.initCommandBytes, keys: profile.publicKeys) else {
                 return .failure(.invalidObject)
@@ -88,7 +97,9 @@ extension BootloaderStateMachine {
 
     /// `nrf_dfu_ver_validation_check` (downgrade prevention on, same version accepted for app/SD).
     func versionCheck(_ command: InitCommand) -> DFUStatus {
-        let known: [FirmwareType] = [.application, .softdevice, .bootloader, .softdeviceBootloader, .externalApplication]
+        let known: [FirmwareType] = [
+            .application, .softdevice, .bootloader, .softdeviceBootloader, .externalApplication,
+        ]
         guard let type = command.type, known.contains(type) else { return .extended(.initCommandInvalid) }
         guard command.hash?.type == .sha256 else { return .extended(.wrongHashType) }
         if command.isDebug == true { return .success }  // NRF_DFU_DEBUG builds skip the rest for debug packets.
@@ -124,15 +135,14 @@ extension BootloaderStateMachine {
         return type != .softdevice
     }
 
-    /// ECDSA P-256 / SHA-256 over `data`; the stored signature has r and s each byte-reversed (little-endian).
+    /// ECDSA P-256 / SHA-256 over `data`; the stored signature has r and s each byte-reversed (nrfutil's order).
+    /// A key entry may also be a private key PEM (its public half is used).
     static func verify(signature: [UInt8], over data: [UInt8], keys: [String]) -> Bool {
-        let raw = Array(signature[0..<32].reversed()) + Array(signature[32..<64].reversed())
-        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: raw) else { return false }
-        for pem in keys {
-            guard let key = try? P256.Signing.PublicKey(pemRepresentation: pem) else { continue }
-            if key.isValidSignature(ecdsa, for: data) { return true }
+        keys.contains { pem in
+            // An entry that is no P-256 PEM key verifies nothing (the CLI validates keys when it loads a profile).
+            guard let key = try? PackageKeys.publicKey(pem: pem) else { return false }
+            return NordicSignature.isValid(stored: signature, over: data, key: key)
         }
-        return false
     }
 
     /// `postvalidate`: the image's SHA-256 against the init packet's hash (stored byte-reversed), then the boot

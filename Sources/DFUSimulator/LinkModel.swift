@@ -4,8 +4,9 @@
 /// 2 on 2M), 4 the access address, 2 the LL header, MIC 4 bytes when encrypted and payload > 0, 3 the CRC, and R
 /// 1 or 2 bits/µs. One central → peripheral data PDU costs a cycle `C = T(data) + 150 + T(0) + 150` (the peer's
 /// empty acknowledgement and two T_IFS). An ATT PDU of `MTU` bytes travels as an L2CAP PDU of `MTU + 4` bytes split
-/// into `⌈(MTU + 4) / LL⌉` LL fragments. A connection event carries
-/// `N = min(packetsPerEvent, ⌊CI / C(LL)⌋)` full-size LL PDUs; fragments continue in the next event.
+/// into `⌈(MTU + 4) / LL⌉` LL fragments. Fragments are packed greedily into connection events: at most
+/// `packetsPerEvent` per event, and only while their cycle fits the rest of the interval; the rest continue in the
+/// next event. Throughput = (MTU − 3) × ATT PDUs per second.
 public struct LinkModel: Sendable, Hashable {
     public var link: LinkParameters
     public var flash: FlashParameters
@@ -47,9 +48,43 @@ public struct LinkModel: Sendable, Hashable {
         max(1, (attBytes + 4 + llLength - 1) / llLength)
     }
 
+    /// Payload sizes of the LL fragments of one ATT PDU (L2CAP header included).
+    func fragmentSizes(attBytes: Int) -> [Int] {
+        let total = attBytes + 4
+        return (0..<fragments(attBytes: attBytes)).map { min(llLength, total - $0 * llLength) }
+    }
+
+    /// Write Commands of `attBytes` bytes per second, packing fragments greedily into connection events (a
+    /// fragment that does not fit the rest of the event, or beyond `packetsPerEvent`, goes in the next one).
+    public func pdusPerSecond(attBytes: Int) -> Double {
+        let sizes = fragmentSizes(attBytes: attBytes)
+        let cycles = sizes.map { cycleMicros(payload: $0) }
+        let cap = max(link.packetsPerEvent, 1)
+        let events = 1000
+        var index = 0
+        var completed = 0
+        for _ in 0..<events {
+            var remaining = intervalMicros
+            var sent = 0
+            while sent < cap, cycles[index] <= remaining {
+                remaining -= cycles[index]
+                sent += 1
+                index += 1
+                if index == sizes.count {
+                    index = 0
+                    completed += 1
+                }
+            }
+            if sent == 0 { break }
+        }
+        let pdus = Double(completed) + Double(index) / Double(sizes.count)
+        return pdus * 1_000_000 / (Double(events) * intervalMicros)
+    }
+
     /// The modelled time a Write Command of `attBytes` occupies the link, µs (at a steady stream).
     public func writeCommandMicros(attBytes: Int) -> Double {
-        Double(fragments(attBytes: attBytes)) * intervalMicros / Double(llPacketsPerEvent)
+        let rate = pdusPerSecond(attBytes: attBytes)
+        return rate > 0 ? 1_000_000 / rate : intervalMicros
     }
 
     /// The modelled round trip of a request and its response, µs.
@@ -62,8 +97,7 @@ public struct LinkModel: Sendable, Hashable {
     public func ceiling(mtu: Int? = nil) -> LinkCeiling {
         let mtu = min(mtu ?? link.maxMTU, link.maxMTU)
         let payload = Double(max(mtu - 3, 1))
-        let llPerSecond = Double(llPacketsPerEvent) * 1_000_000 / intervalMicros
-        let air = payload * llPerSecond / Double(fragments(attBytes: mtu))
+        let air = payload * pdusPerSecond(attBytes: mtu)
         let withResponse = payload * 1_000_000 / requestRoundTripMicros
         let page = Double(flash.pageSize)
         let flashRate = page * 1_000_000 / (flashWriteMicros(bytes: flash.pageSize) + flash.pageEraseMicros)

@@ -84,6 +84,8 @@ public actor ATTClient {
     }
 
     /// Sends a request and returns its response. An Error Response becomes `.remote(code, opcode, handle)`.
+    /// Not cancellable: once queued, a request ends with its response, the transaction timeout or the link's end
+    /// (ATT has no way to withdraw a request that is on the air).
     public func request(_ pdu: ATTPDU) async throws(ATTClientError) -> ATTPDU {
         nextID += 1
         let id = nextID

@@ -130,7 +130,8 @@ public struct BurstPacing: PacingPolicy {
         pause = pause * 2
     }
     public var description: String {
-        label ?? "burst:\(packets):\(pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000)ms"
+        let milliseconds = pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000
+        return label ?? "burst:\(packets):\(milliseconds)ms"
     }
 }
 

@@ -97,7 +97,9 @@ public struct DFUProgress: Hashable, Sendable {
     /// Bytes sent more than once.
     public var bytesResent: Int
 
-    public init(objectIndex: Int, objectCount: Int, bytesConfirmed: Int, totalBytes: Int, retries: Int, bytesResent: Int) {
+    public init(
+        objectIndex: Int, objectCount: Int, bytesConfirmed: Int, totalBytes: Int, retries: Int, bytesResent: Int
+    ) {
         self.objectIndex = objectIndex
         self.objectCount = objectCount
         self.bytesConfirmed = bytesConfirmed

@@ -40,7 +40,9 @@ let buttonlessVectors: [ButtonlessVector] = [
 
     @Test func responses() throws {
         // 20 | request 01 (enter bootloader) | status 01 success
-        #expect(try ButtonlessResponse(decoding: [0x20, 0x01, 0x01]) == ButtonlessResponse(requestOpcode: 1, status: .success))
+        #expect(
+            try ButtonlessResponse(decoding: [0x20, 0x01, 0x01])
+                == ButtonlessResponse(requestOpcode: 1, status: .success))
         // 20 | request 02 (set name) | status 05 invalid advertisement name
         let invalidName = ButtonlessResponse(requestOpcode: 2, status: .invalidAdvertisementName)
         #expect(try ButtonlessResponse(decoding: [0x20, 0x02, 0x05]) == invalidName)
@@ -61,7 +63,9 @@ let buttonlessVectors: [ButtonlessVector] = [
             }
         }
         #expect(throws: DFUDecodingError(.malformed, "")) { try ButtonlessResponse(decoding: [0x60, 0x01, 0x01]) }
-        #expect(throws: DFUDecodingError(.malformed, "")) { try ButtonlessResponse(decoding: [0x20, 0x01, 0x01, 0x00]) }
+        #expect(throws: DFUDecodingError(.malformed, "")) {
+            try ButtonlessResponse(decoding: [0x20, 0x01, 0x01, 0x00])
+        }
     }
 
     @Test func uuids() {

@@ -41,7 +41,8 @@ let requestVectors: [RequestVector] = [
     // Abort
     RequestVector(bytes: [0x0C], request: .abort),
     // Unknown opcode 0x05 with parameters 01 02
-    RequestVector(bytes: [0x05, 0x01, 0x02], request: .unknown(opcode: DFUOpcode(rawValue: 0x05), parameters: [0x01, 0x02])),
+    RequestVector(
+        bytes: [0x05, 0x01, 0x02], request: .unknown(opcode: DFUOpcode(rawValue: 0x05), parameters: [0x01, 0x02])),
     // Unknown type 0x07 in Select survives
     RequestVector(bytes: [0x06, 0x07], request: .select(DFUObjectType(rawValue: 0x07))),
 ]
@@ -78,7 +79,9 @@ let requestVectors: [RequestVector] = [
         // Execute followed by a stray byte
         #expect(throws: DFUDecodingError(.malformed, "")) { try ControlPointRequest(decoding: [0x04, 0x00]) }
         // Set PRN 12 with an extra byte
-        #expect(throws: DFUDecodingError(.malformed, "")) { try ControlPointRequest(decoding: [0x02, 0x0C, 0x00, 0x01]) }
+        #expect(throws: DFUDecodingError(.malformed, "")) {
+            try ControlPointRequest(decoding: [0x02, 0x0C, 0x00, 0x01])
+        }
     }
 
     @Test func descriptions() {

@@ -13,7 +13,8 @@ let responseVectors: [ResponseVector] = [
     ResponseVector(bytes: [0x60, 0x01, 0x01], response: ControlPointResponse(request: .create, status: .success)),
     // Response to Execute: operation not permitted (0x08)
     ResponseVector(
-        bytes: [0x60, 0x04, 0x08], response: ControlPointResponse(request: .execute, status: .failure(.operationNotPermitted))),
+        bytes: [0x60, 0x04, 0x08],
+        response: ControlPointResponse(request: .execute, status: .failure(.operationNotPermitted))),
     // Response to Execute: extended error 0x05 firmware version too low
     ResponseVector(
         bytes: [0x60, 0x04, 0x0B, 0x05],
@@ -32,11 +33,13 @@ let responseVectors: [ResponseVector] = [
         response: .checksum(offset: 244, crc: 0x1234_5678)),
     // Response to Set PRN: invalid parameter (0x03)
     ResponseVector(
-        bytes: [0x60, 0x02, 0x03], response: ControlPointResponse(request: .setPRN, status: .failure(.invalidParameter))),
+        bytes: [0x60, 0x02, 0x03], response: ControlPointResponse(request: .setPRN, status: .failure(.invalidParameter))
+    ),
     // Response to unknown opcode 0x05: unknown result 0x42 survives
     ResponseVector(
         bytes: [0x60, 0x05, 0x42],
-        response: ControlPointResponse(request: DFUOpcode(rawValue: 0x05), status: .failure(DFUResultCode(rawValue: 0x42)))),
+        response: ControlPointResponse(
+            request: DFUOpcode(rawValue: 0x05), status: .failure(DFUResultCode(rawValue: 0x42)))),
     // Extended error with unknown code 0x7F
     ResponseVector(
         bytes: [0x60, 0x01, 0x0B, 0x7F],
@@ -103,7 +106,8 @@ let responseVectors: [ResponseVector] = [
     @Test func descriptionsNameCodes() {
         let ext = ControlPointResponse(request: .execute, status: .extended(.firmwareVersionFailure))
         #expect(ext.description == "Response to Execute (0x04): extended error: firmware version too low (0x05)")
-        let unknown = ControlPointResponse(request: DFUOpcode(rawValue: 0x05), status: .failure(DFUResultCode(rawValue: 0x42)))
+        let unknown = ControlPointResponse(
+            request: DFUOpcode(rawValue: 0x05), status: .failure(DFUResultCode(rawValue: 0x42)))
         #expect(unknown.description == "Response to Unknown (0x05): unknown result (0x42)")
         #expect(DFUExtendedError(rawValue: 0x7F).description == "unknown extended error (0x7F)")
         #expect(DFUStatus.failure(.operationNotPermitted).description == "operation not permitted (0x08)")

@@ -6,7 +6,7 @@ import Testing
 
 /// ATT bearer rules of `ATTClient`, as conversation scripts: the test plays the peer on the other end of an
 /// in-memory pair and time runs on a manual clock.
-@Suite struct ATTClientTests {
+@Suite(.timeLimit(.minutes(1))) struct ATTClientTests {
     let clock = ManualClock()
     let client: ATTClient
     let peer: InMemoryBearer
@@ -76,16 +76,16 @@ import Testing
     }
 
     @Test func transactionTimeoutClosesTheBearerAndFailsEveryWaiter() async throws {
-        let first = Task { () async throws(ATTClientError) -> ATTPDU in try await client.request(.readRequest(handle: 3)) }
+        let first = attempt(client, .readRequest(handle: 3))
         #expect(try await peer.receive() == bytes("0A 03 00"))
-        let second = Task { () async throws(ATTClientError) -> ATTPDU in try await client.request(.readRequest(handle: 5)) }
+        let second = attempt(client, .readRequest(handle: 5))
         await waitForQueued(1)
         await clock.waitForSleepers(1)
         clock.advance(by: .seconds(29))
         #expect(await client.closeReason == nil)
         clock.advance(by: .seconds(1))
-        #expect(await first.result.error?.code == .timeout)
-        #expect(await second.result.error?.code == .timeout)
+        #expect(await first.value.error?.code == .timeout)
+        #expect(await second.value.error?.code == .timeout)
         #expect(await client.disconnected().code == .timeout)
         // The bearer is closed: the peer sees a disconnect, and new requests fail at once.
         await #expect(throws: BearerError(.disconnected)) { try await peer.receive() }
@@ -119,10 +119,10 @@ import Testing
     }
 
     @Test func errorResponseBecomesRemoteError() async throws {
-        let read = Task { () async throws(ATTClientError) -> ATTPDU in try await client.request(.readRequest(handle: 3)) }
+        let read = attempt(client, .readRequest(handle: 3))
         #expect(try await peer.receive() == bytes("0A 03 00"))
         try await peer.send(bytes("01 0A 03 00 02"))  // Read Not Permitted on handle 3.
-        let error = await read.result.error
+        let error = await read.value.error
         #expect(error == .remote(.readNotPermitted, .readRequest, 3))
         #expect(error?.handle == 3)
         #expect(error?.requestOpcode == .readRequest)
@@ -136,10 +136,10 @@ import Testing
     }
 
     @Test func wrongResponseOpcodeIsAProtocolViolation() async throws {
-        let read = Task { () async throws(ATTClientError) -> ATTPDU in try await client.request(.readRequest(handle: 3)) }
+        let read = attempt(client, .readRequest(handle: 3))
         #expect(try await peer.receive() == bytes("0A 03 00"))
         try await peer.send(bytes("13"))  // Write Response to a Read Request.
-        #expect(await read.result.error?.code == .protocolViolation)
+        #expect(await read.value.error?.code == .protocolViolation)
         await #expect(throws: BearerError(.disconnected)) { try await peer.receive() }
     }
 
@@ -149,10 +149,10 @@ import Testing
     }
 
     @Test func peerDisconnectFailsTheOutstandingRequest() async throws {
-        let read = Task { () async throws(ATTClientError) -> ATTPDU in try await client.request(.readRequest(handle: 3)) }
+        let read = attempt(client, .readRequest(handle: 3))
         #expect(try await peer.receive() == bytes("0A 03 00"))
         await peer.close()
-        #expect(await read.result.error?.code == .disconnected)
+        #expect(await read.value.error?.code == .disconnected)
         #expect(await client.disconnected().code == .disconnected)
     }
 
@@ -160,6 +160,14 @@ import Testing
         await #expect(throws: ATTClientError(.invalidArgument)) {
             try await client.request(.writeCommand(handle: 1, value: []))
         }
+    }
+}
+
+/// Runs `body` in a task, keeping its typed error.
+/// Sends `pdu` as a request from a task, keeping the typed error.
+func attempt(_ client: ATTClient, _ pdu: ATTPDU) -> Task<Result<ATTPDU, ATTClientError>, Never> {
+    Task {
+        do throws(ATTClientError) { return .success(try await client.request(pdu)) } catch { return .failure(error) }
     }
 }
 

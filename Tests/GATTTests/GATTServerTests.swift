@@ -4,7 +4,7 @@ import GATT
 import Testing
 
 /// `GATTServer` answers, scripted: the test plays the client on the other end of an in-memory pair.
-@Suite struct GATTServerTests {
+@Suite(.timeLimit(.minutes(1))) struct GATTServerTests {
     let clock = ManualClock()
     let delegate = RecordingDelegate()
     let server: GATTServer
@@ -86,14 +86,11 @@ import Testing
     }
 
     @Test func indicationTimesOutWithoutConfirmation() async throws {
-        let indication = Task { () async throws(GATTServerError) in
-            try await server.indicate(handle: 0x0B, value: [0x01])
-        }
+        let indication = Task { try await server.indicate(handle: 0x0B, value: [0x01]) }
         #expect(try await peer.receive() == bytes("1D 0B 00 01"))
         await clock.waitForSleepers(1)
         clock.advance(by: .seconds(30))
-        let result = await indication.result
-        #expect(throws: GATTServerError(.timeout)) { try result.get() }
+        await #expect(throws: GATTServerError(.timeout)) { try await indication.value }
         #expect(await server.disconnected().code == .timeout)
         await #expect(throws: BearerError(.disconnected)) { try await peer.receive() }
     }

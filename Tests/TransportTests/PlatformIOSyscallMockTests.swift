@@ -55,11 +55,9 @@ import Testing
     }
 
     @Test func bearerRetriesSendAfterWouldBlock() async throws {
-        let bearer = SocketBearer(descriptor: fakeFD)
-        let mock = SyscallMock(script: [
-            .returns("fcntl", 0), .returns("fcntl", 0), .returns("fcntl", 0),  // made non-blocking at init
-        ])
-        _ = mock  // init ran unmocked above; the script below drives send
+        let initMock = SyscallMock(script: [.returns("fcntl", 0), .returns("fcntl", 0), .returns("fcntl", 0)])
+        let bearer = initMock.run { SocketBearer(descriptor: fakeFD) }
+        #expect(initMock.callNames == ["fcntl", "fcntl", "fcntl"])  // F_GETFL, F_SETFL O_NONBLOCK, F_SETFD
         let sendMock = SyscallMock(script: [.fails("send", .wouldBlock), .returns("send", 3)])
         try await sendMock.run { () async throws(BearerError) in try await bearer.send([0x52, 0x05, 0x00]) }
         #expect(sendMock.callNames == ["send", "waitWritable", "send"])
@@ -71,7 +69,7 @@ import Testing
     }
 
     @Test func bearerReceiveMapsEndOfStreamAndReset() async throws {
-        let bearer = SocketBearer(descriptor: fakeFD)
+        let bearer = SyscallMock(script: [], passthroughWhenExhausted: false).run { SocketBearer(descriptor: fakeFD) }
         let mock = SyscallMock(script: [
             .fails("recv", .wouldBlock), .bytes("recv", [0x1B, 0x05, 0x00, 0xAA]),
             .returns("recv", 0),

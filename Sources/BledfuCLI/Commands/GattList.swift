@@ -1,3 +1,4 @@
+import ATT
 import ArgumentParser
 import BLECore
 import GATT

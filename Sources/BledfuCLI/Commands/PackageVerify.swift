@@ -1,0 +1,36 @@
+import ArgumentParser
+import DFUPackage
+import Foundation
+
+/// `bledfu package verify PKG --key K`: exit 0 only when every check holds.
+struct PackageVerify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check a package before sending it: structure, hashes, sizes and (with --key) signatures.",
+        discussion: "Exits 0 only when all checks pass; otherwise prints one line per failure and exits 30-39.")
+
+    @Argument(help: "The DFU package (.zip).") var package: String
+    @Option(name: .long, help: "A PEM public key (or private key) the init packets must verify with (repeatable).")
+    var key: [String] = []
+    @Flag(name: .long, help: "Print one JSON object instead of text.") var json = false
+
+    func run() async throws {
+        let pkg = try PackageCLI.load(package)
+        let keys = try PackageCLI.publicKeys(key)
+        let report = pkg.verify(keys: keys)
+        if json {
+            Console.json(PackageInspect.jsonObject(pkg, report, path: package))
+        } else {
+            for (part, check) in zip(pkg.parts, report.parts) {
+                print("\(part.kind): hash \(check.hash), signature \(check.signature)")
+            }
+            for warning in pkg.warnings + report.warnings { Console.warning(warning) }
+        }
+        guard let first = report.errors.first else {
+            if !json { print("OK: \(package)") }
+            return
+        }
+        for error in report.errors.dropFirst() { Console.error(error.message) }
+        throw PackageCLI.cliError(first)
+    }
+}

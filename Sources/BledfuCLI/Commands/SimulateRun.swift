@@ -1,0 +1,194 @@
+import ArgumentParser
+import BLECore
+import DFUSimulator
+import Dispatch
+import Foundation
+
+/// `bledfu simulate [run]`: virtual devices on a virtual radio until SIGINT/SIGTERM.
+struct SimulateRun: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run virtual devices on a virtual radio until Ctrl-C (SIGINT) or SIGTERM (the default).")
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(
+        name: .customLong("device"),
+        help: ArgumentHelp(
+            "A profile in Firmware/ (bracelet, sensor) or a profile JSON path, optionally with an instance count "
+                + "(sensor:4). Repeatable.", valueName: "name[:count]"))
+    var devices: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Override NRF_DFU_HW_VERSION (decimal or 0x hex).", valueName: "n"))
+    var hwVersion: String?
+
+    @Option(name: .long, help: ArgumentHelp("Override the installed SoftDevice FWID (0xB7, 0x101).", valueName: "id"))
+    var sdFwid: String?
+
+    @Option(name: .long, help: ArgumentHelp("Override the installed application version.", valueName: "n"))
+    var appVersion: String?
+
+    @Flag(inversion: .prefixedNo, help: "Require signed application updates (bootloader/SoftDevice always, with keys).")
+    var requireSignature: Bool?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Accept signatures by this key (PEM public key, or a private key's public half); replaces the profile's "
+                + "keys. Repeatable.", valueName: "pem"))
+    var publicKey: [String] = []
+
+    @Flag(inversion: .prefixedNo, help: "Keep data progress across disconnects (NRF_DFU_SAVE_PROGRESS_IN_FLASH).")
+    var saveProgress: Bool?
+
+    @Option(name: .long, help: ArgumentHelp("Divide every modelled air and flash time by K.", valueName: "k"))
+    var speedup: Double?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Faults for every device, e.g. \"disconnect-after-bytes=8192,seed=3\" (docs/simulator.md). Repeatable.",
+            valueName: "items"))
+    var fault: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Faults for every device from a FaultPlan JSON file.", valueName: "file"))
+    var faultPlan: String?
+
+    @Flag(help: "Print each device's profile and link ceilings (bytes/s), then exit (no radio needed).")
+    var describe = false
+
+    @Option(name: .long, help: ArgumentHelp("Where to write status files (default DIR/status).", valueName: "dir"))
+    var statusDir: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Keep each device's state here across simulator runs (installed images only).", valueName: "dir"))
+    var stateDir: String?
+
+    func validate() throws {
+        guard !devices.isEmpty else { throw ValidationError("name at least one --device (bracelet, sensor:4, ...)") }
+        for device in devices { _ = try SimulatedDeviceRequest(parsing: device) }
+        if let speedup, !(speedup > 0) || !speedup.isFinite { throw ValidationError("--speedup must be positive") }
+        if faultPlan != nil, !fault.isEmpty { throw ValidationError("use either --fault or --fault-plan, not both") }
+        if !describe {
+            guard case .virtual = AdapterSpec(options.adapter) else {
+                throw ValidationError("bledfu simulate needs --adapter virtual:DIR (or --describe)")
+            }
+        }
+    }
+
+    func run() async throws {
+        let specs = try makeSpecs()
+        if describe {
+            for spec in specs { SimulatorDescription.emit(spec, json: options.json) }
+            return
+        }
+        guard case .virtual(let radioDirectory) = AdapterSpec(options.adapter) else {
+            throw CLIError("bledfu simulate needs --adapter virtual:DIR", exitCode: BledfuExit.usage)
+        }
+        let events = SimulatorEvents(json: options.json)
+        let host = SimulatorHost(radioDirectory: radioDirectory, events: events)
+        let signals = SignalWatch(signals: [SIGINT, SIGTERM]) { host.stop() }
+        defer { signals.cancel() }
+        let running: [SimulatorHost.Running]
+        do {
+            running = try await host.start(
+                specs, statusDirectory: statusDir ?? radioDirectory + "/status", stateDirectory: stateDir)
+        } catch {
+            if host.isStopping { return }
+            throw error
+        }
+        if options.json {
+            Console.json(["event": "ready", "devices": running.count, "radio": radioDirectory])
+        } else {
+            Console.errorRaw(
+                "bledfu simulate: \(running.count) device(s) on virtual:\(radioDirectory); Ctrl-C stops")
+        }
+        if let error = await host.run(running) { throw error }
+        if options.json {
+            Console.json(["event": "stopped"])
+        } else {
+            Console.errorRaw("bledfu simulate: stopped")
+        }
+    }
+
+    /// Profiles → instances → state restore → overrides → address check.
+    func makeSpecs() throws -> [SimulatedDeviceSpec] {
+        let overrides = ProfileOverrides(
+            hwVersion: try hwVersion.map { UInt32(try parseNumber($0, option: "--hw-version", max: UInt64(UInt32.max))) },
+            softDeviceFWID: try sdFwid.map { UInt16(try parseNumber($0, option: "--sd-fwid", max: 0xFFFF)) },
+            applicationVersion: try appVersion.map {
+                UInt32(try parseNumber($0, option: "--app-version", max: UInt64(UInt32.max)))
+            },
+            requireSignature: requireSignature, publicKeys: try ProfileOverrides.readKeys(publicKey),
+            saveProgress: saveProgress, speedup: speedup)
+        let faults = try makeFaultPlan()
+        var specs: [SimulatedDeviceSpec] = []
+        var used: [BluetoothAddress: String] = [:]
+        for text in devices {
+            let request = try SimulatedDeviceRequest(parsing: text)
+            let base = try SimulatorProfiles.load(request)
+            for index in 0..<request.count {
+                var profile = SimulatorProfiles.instance(base, index: index, of: request.count)
+                SimulatorProfiles.restore(&profile, from: stateDir)
+                overrides.apply(to: &profile)
+                for address in SimulatorProfiles.addresses(profile) {
+                    if let other = used[address] {
+                        throw CLIError(
+                            "\(profile.name) and \(other) would both use address \(address)", exitCode: BledfuExit.usage)
+                    }
+                    used[address] = profile.name
+                }
+                specs.append(SimulatedDeviceSpec(profile: profile, faults: faults))
+            }
+        }
+        return specs
+    }
+
+    func makeFaultPlan() throws -> FaultPlan {
+        if let faultPlan {
+            do {
+                return try JSONDecoder().decode(FaultPlan.self, from: Data(contentsOf: URL(fileURLWithPath: faultPlan)))
+            } catch {
+                throw CLIError("--fault-plan \(faultPlan): \(error)", exitCode: BledfuExit.usage)
+            }
+        }
+        do {
+            return try FaultPlan(parsing: fault.flatMap { $0.split(separator: ",").map(String.init) })
+        } catch {
+            throw CLIError("--fault: \(error.reason)", exitCode: BledfuExit.usage)
+        }
+    }
+
+    func parseNumber(_ text: String, option: String, max: UInt64) throws -> UInt64 {
+        let lower = text.lowercased()
+        let value = lower.hasPrefix("0x") ? UInt64(lower.dropFirst(2), radix: 16) : UInt64(lower)
+        guard let value, value <= max else {
+            throw CLIError("\(option): '\(text)' is not a number up to \(max) (decimal or 0x hex)", exitCode: BledfuExit.usage)
+        }
+        return value
+    }
+}
+
+/// Turns SIGINT/SIGTERM into a callback (the default action, terminating at once, is replaced while it lives).
+final class SignalWatch {
+    private let sources: [any DispatchSourceSignal]
+    private let numbers: [Int32]
+
+    init(signals numbers: [Int32], handler: @escaping @Sendable () -> Void) {
+        self.numbers = numbers
+        self.sources = numbers.map { number in
+            _ = signal(number, SIG_IGN)  // dispatch still sees the signal; the process is no longer killed
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+        for number in numbers { _ = signal(number, SIG_DFL) }
+    }
+}

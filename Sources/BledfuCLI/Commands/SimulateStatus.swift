@@ -1,0 +1,94 @@
+import ArgumentParser
+import BLECore
+import DFUSimulator
+import Foundation
+
+/// `bledfu simulate status`: print the status files of a running (or stopped) simulator.
+struct SimulateStatus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Print the virtual devices' status files (DeviceState, docs/simulator.md).")
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Only this device (its identity or current address).", valueName: "address"))
+    var device: String?
+
+    @Option(name: .long, help: ArgumentHelp("The status directory (default DIR/status).", valueName: "dir"))
+    var statusDir: String?
+
+    func validate() throws {
+        if let device, BluetoothAddress(device) == nil {
+            throw ValidationError("bad device address '\(device)': expected six hex bytes like C0:FF:EE:00:00:01")
+        }
+        if statusDir == nil {
+            guard case .virtual = AdapterSpec(options.adapter) else {
+                throw ValidationError("bledfu simulate status needs --adapter virtual:DIR or --status-dir")
+            }
+        }
+    }
+
+    func run() async throws {
+        let directory: String
+        if let statusDir {
+            directory = statusDir
+        } else if case .virtual(let radio) = AdapterSpec(options.adapter) {
+            directory = radio + "/status"
+        } else {
+            throw CLIError("bledfu simulate status needs --adapter virtual:DIR", exitCode: BledfuExit.usage)
+        }
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw CLIError("no status directory \(directory)", exitCode: BledfuExit.deviceNotFound)
+        }
+        let wanted = device.flatMap(BluetoothAddress.init)
+        var shown = 0
+        for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
+            let identity = BluetoothAddress(String(name.dropLast(".json".count)))
+            guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { continue }
+            let state: DeviceState
+            do {
+                state = try JSONDecoder().decode(DeviceState.self, from: data)
+            } catch {
+                Console.warning("\(directory)/\(name): not a device status file (\(error))")
+                continue
+            }
+            if let wanted, wanted != identity, wanted != BluetoothAddress(state.address) { continue }
+            shown += 1
+            if options.json {
+                Console.jsonLine(StatusEvent(identity: identity?.description ?? "", state: state))
+            } else {
+                print(Self.summary(state, identity: identity))
+            }
+        }
+        if shown == 0 {
+            let which = device.map { " for \($0)" } ?? ""
+            throw CLIError("no device status\(which) in \(directory)", exitCode: BledfuExit.deviceNotFound)
+        }
+    }
+
+    static func summary(_ state: DeviceState, identity: BluetoothAddress?) -> String {
+        let app = state.installed.application.map { "app v\($0.version)" } ?? "no app"
+        let counters = state.counters
+        var line = "\(identity?.description ?? state.address) \(state.name) \(state.mode.rawValue) at \(state.address)"
+        line += state.connected ? " connected" : " idle"
+        line += ", \(app), bootloader v\(state.installed.bootloader.version)"
+        if let softdevice = state.installed.softdevice { line += ", softdevice v\(softdevice.version)" }
+        line += "; updates \(counters.updatesCompleted), connections \(counters.connections)"
+        line += ", bytes \(counters.bytesReceived), faults \(counters.faultsFired)"
+        if state.settings.firmwareSize > 0 {
+            line += "; progress \(state.settings.dataOffset)/\(state.settings.firmwareSize)"
+        }
+        return line
+    }
+}
+
+/// The NDJSON line `simulate status --json` prints per device.
+struct StatusEvent: Encodable {
+    var event = "status"
+    var identity: String
+    var state: DeviceState
+}

@@ -1,0 +1,132 @@
+import ATT
+import BLECore
+import DFUProtocol
+import GATT
+import Synchronization
+
+/// The GATT application of one connection: paces PDUs with the link model and routes writes to the device's
+/// bootloader state machine or buttonless logic, then carries out the actions.
+final class DeviceDelegate: GATTServerDelegate {
+    let device: VirtualDevice
+    let mode: DeviceMode
+    let controlPoint: UInt16?
+    let packet: UInt16?
+    let buttonless: UInt16?
+    let counter: UInt16?
+    let firmwareRevision: UInt16?
+    private let flags = Mutex<Bool>(false)
+
+    init(device: VirtualDevice, database: GATTDatabase, mode: DeviceMode) {
+        self.device = device
+        self.mode = mode
+        controlPoint = database.handle(of: SecureDFUUUID.controlPoint, in: SecureDFUUUID.service)
+        packet = database.handle(of: SecureDFUUUID.packet, in: SecureDFUUUID.service)
+        let buttonlessUUID = DeviceDatabases.buttonlessUUID(device.profile.buttonless)
+        buttonless = buttonlessUUID.flatMap { database.handle(of: $0, in: SecureDFUUUID.service) }
+        counter = database.handle(of: SimulatorUUID.demoCounter, in: SimulatorUUID.demoService)
+        firmwareRevision = database.handle(of: SimulatorUUID.firmwareRevision, in: SimulatorUUID.deviceInformation)
+    }
+
+    /// The connection ended in a reboot (the device already reloaded its settings).
+    var rebooted: Bool { flags.withLock { $0 } }
+
+    func beforeHandling(_ pdu: ATTPDU, server: GATTServer) async {
+        await device.pace(pdu)
+    }
+
+    func read(_ attribute: GATTAttribute, offset: Int, server: GATTServer) async -> GATTReadResult {
+        if attribute.handle == counter, offset == 0 {
+            let value = await device.nextCounter()
+            return .value(withUnsafeBytes(of: value.littleEndian) { Array($0) })
+        }
+        if attribute.handle == firmwareRevision {
+            return .value(Array(await device.firmwareRevision.utf8))
+        }
+        return .storedValue
+    }
+
+    func write(_ attribute: GATTAttribute, value: [UInt8], withResponse: Bool, server: GATTServer) async
+        -> ATTErrorCode?
+    {
+        let handle = attribute.handle
+        if let controlPoint, handle == controlPoint {
+            let enabled = await server.isNotifying(valueHandle: controlPoint)
+            let actions = await device.bootloaderEvent(.controlPointWrite(value, cccdEnabled: enabled))
+            let refusal = await perform(actions, server: server)
+            await device.publish()
+            return refusal
+        }
+        if let packet, handle == packet {
+            return await perform(
+                await device.bootloaderEvent(.packetWrite(value, withResponse: withResponse)), server: server)
+        }
+        if let buttonless, handle == buttonless {
+            let enabled = await server.isIndicating(valueHandle: buttonless)
+            switch await device.buttonlessWrite(value, indicationsEnabled: enabled) {
+            case .attError(let code): return ATTErrorCode(code)
+            case .indicate(let bytes, let jump):
+                // The indication waits for its confirmation, which the server reads only after this write returns:
+                // send it from a task. ble_dfu.c on_hvc: the reset happens once the confirmation arrived.
+                let device = self.device
+                Task {
+                    do {
+                        try await server.indicate(handle: buttonless, value: bytes)
+                    } catch {
+                        return  // No confirmation (link lost or ATT timeout): the app does not reset.
+                    }
+                    guard jump else { return }
+                    await device.enterBootloader()
+                    await server.close()
+                    await device.publish()
+                }
+                return nil
+            }
+        }
+        return nil
+    }
+
+    func clientConfigurationChanged(valueHandle: UInt16, configuration: GATTClientConfiguration, server: GATTServer)
+        async
+    {
+        if valueHandle == counter, configuration.contains(.notification) {
+            let value = await device.nextCounter()
+            // A failed notify means the link is gone; nothing to undo.
+            try? await server.notify(handle: valueHandle, value: withUnsafeBytes(of: value.littleEndian) { Array($0) })
+        }
+    }
+
+    /// Carries out bootloader actions in order; returns the ATT error to answer, if any. A disconnect or reboot
+    /// that follows a notification closes the link from a task, so that the Write Response (which the SoftDevice
+    /// sends before the bootloader handles the request) can still go out; one that comes first closes at once (the
+    /// request is lost with the link).
+    func perform(_ actions: [BootloaderAction], server: GATTServer) async -> ATTErrorCode? {
+        var refusal: ATTErrorCode?
+        var notified = false
+        for action in actions {
+            switch action {
+            case .notify(let bytes):
+                notified = true
+                // A failed notify means the link is gone; the server has recorded why and `serve` sees it end.
+                if let controlPoint { try? await server.notify(handle: controlPoint, value: bytes) }
+            case .attError(let code): refusal = code
+            case .flash, .fault: break
+            case .wait(let duration): await device.sleep(duration)
+            case .disconnect:
+                await close(server, deferred: notified)
+            case .reboot(let into):
+                flags.withLock { $0 = true }
+                await device.applyReboot(into)
+                await close(server, deferred: notified)
+            }
+        }
+        return refusal
+    }
+
+    func close(_ server: GATTServer, deferred: Bool) async {
+        if deferred {
+            Task { await server.close() }
+        } else {
+            await server.close()
+        }
+    }
+}

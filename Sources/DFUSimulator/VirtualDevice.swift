@@ -1,0 +1,171 @@
+import ATT
+import BLECore
+import DFUProtocol
+import GATT
+import Logging
+
+/// A virtual nRF5 device: application with a buttonless DFU characteristic, or the Secure DFU bootloader.
+///
+/// It keeps its profile, flash, bootloader settings and installed images across connections and resets for as long
+/// as it lives. `serve(_:)` runs one connection (the GATT server of the current mode) until the link ends; the
+/// caller (the CLI, a test) accepts connections and calls it again, reading `currentAdvertisement` in between
+/// because the address and name change on the jump to the bootloader. The device never touches files or sockets:
+/// `statusSink` receives state snapshots, the caller writes them.
+public actor VirtualDevice {
+    public nonisolated let profile: DeviceProfile
+    public private(set) var mode: DeviceMode
+    var bootloader: BootloaderStateMachine
+    var buttonless: ButtonlessLogic
+    var connected = false
+    var counter: UInt32 = 0
+    let link: LinkModel
+    let now: @Sendable () -> Duration
+    let sleep: @Sendable (Duration) async -> Void
+    let makeServer: @Sendable (GATTDatabase, any ATTBearer, UInt16) -> GATTServer
+    let statusSink: (@Sendable (DeviceState) async -> Void)?
+    let logger: Logger
+    /// When the modelled link is free for the next PDU.
+    var linkFreeAt: Duration = .zero
+
+    /// - Parameters:
+    ///   - clock: device time and the pacing delays run on it (a `ManualClock` in tests).
+    ///   - statusSink: receives a snapshot after every control point write and link event.
+    public init<C: Clock<Duration>>(
+        profile: DeviceProfile, faults: FaultPlan = .none, clock: C,
+        statusSink: (@Sendable (DeviceState) async -> Void)? = nil,
+        logger: Logger = Logger(label: "bledfu.simulator")
+    ) {
+        self.profile = profile
+        self.bootloader = BootloaderStateMachine(profile: profile, faults: faults)
+        self.buttonless = ButtonlessLogic(kind: profile.buttonless)
+        self.mode = profile.installed.application == nil ? .bootloader : .application
+        self.link = LinkModel(profile: profile)
+        let start = clock.now
+        self.now = { start.duration(to: clock.now) }
+        self.sleep = { duration in
+            guard duration > .zero else { return }
+            // Cancellation ends the wait early; the device then simply goes on (the link is closing anyway).
+            try? await clock.sleep(for: duration)
+        }
+        self.makeServer = { database, bearer, mtu in
+            GATTServer(database: database, bearer: bearer, maximumMTU: mtu, clock: clock)
+        }
+        self.statusSink = statusSink
+        self.logger = logger
+    }
+
+    /// The address the device advertises in its current mode: the bootloader without bonds uses address + 1
+    /// (`gap_address_change`: LSB incremented, no carry).
+    public var currentAddress: BluetoothAddress {
+        if mode == .bootloader, profile.buttonless != .bonded {
+            return profile.address.nordicBootloaderAddress
+        }
+        return profile.address
+    }
+
+    /// The name the device advertises in its current mode.
+    public var currentName: String {
+        mode == .application ? profile.name : (buttonless.advertisingName ?? bootloaderDefaultName)
+    }
+
+    /// The advertisement of the current mode: flags 0x06, FE59 in the 16-bit UUID list (bootloader, or an app with
+    /// buttonless DFU), complete local name.
+    public var currentAdvertisement: Advertisement {
+        let services = mode == .bootloader || profile.buttonless != .none ? [SecureDFUUUID.service] : []
+        let data = AdvertisingData.build(flags: 0x06, name: currentName, services: services)
+        return Advertisement(peer: PeerAddress(currentAddress, type: profile.addressType), rssi: -50, data: data)
+    }
+
+    /// A snapshot of everything observable.
+    public func state() -> DeviceState {
+        DeviceState(
+            mode: mode, address: currentAddress.description, addressType: profile.addressType, name: currentName,
+            installed: bootloader.installed, settings: bootloader.settingsSnapshot, counters: bootloader.counters,
+            faults: bootloader.faultLog, connected: connected)
+    }
+
+    /// Serves one connection on `bearer` until the link ends.
+    public func serve(_ bearer: any ATTBearer) async {
+        connected = true
+        bootloader.connected()
+        linkFreeAt = now()
+        let servedMode = mode
+        let database: GATTDatabase
+        switch servedMode {
+        case .application:
+            database = DeviceDatabases.application(
+                profile: profile, name: profile.name, firmwareRevision: firmwareRevision)
+        case .bootloader:
+            database = DeviceDatabases.bootloader(name: currentName)
+        }
+        let server = makeServer(database, bearer, UInt16(clamping: max(profile.link.maxMTU, 23)))
+        let delegate = DeviceDelegate(device: self, database: database, mode: servedMode)
+        await server.setDelegate(delegate)
+        logger.debug("virtual device connected", metadata: ["sim.mode": "\(servedMode)"])
+        await publish()
+        let reason = await server.run()
+        logger.debug("virtual device link ended", metadata: ["sim.reason": "\(reason)"])
+        if servedMode == .bootloader, mode == .bootloader, !delegate.rebooted {
+            _ = bootloader.handle(.disconnected, at: now())
+        }
+        connected = false
+        await publish()
+    }
+
+    /// "1" for application version 1: the Device Information Firmware Revision string.
+    public var firmwareRevision: String { String(bootloader.installed.application?.version ?? 0) }
+
+    /// Power loss now (also while no connection is served).
+    public func powerLoss() async {
+        for action in bootloader.handle(.powerLoss, at: now()) {
+            if case .reboot(let into) = action { mode = into }
+        }
+        await publish()
+    }
+
+    func publish() async {
+        await statusSink?(state())
+    }
+
+    // MARK: Called by the delegate
+
+    /// Waits until the modelled link has carried `pdu`.
+    func pace(_ pdu: ATTPDU) async {
+        let micros: Double
+        switch pdu {
+        case .writeCommand: micros = link.writeCommandMicros(attBytes: pdu.encoded.count)
+        case .writeRequest, .readRequest, .readBlobRequest, .readByTypeRequest, .readByGroupTypeRequest,
+            .findInformationRequest, .findByTypeValueRequest, .exchangeMTURequest:
+            micros = link.requestRoundTripMicros
+        default: micros = link.writeCommandMicros(attBytes: pdu.encoded.count)
+        }
+        let current = now()
+        let start = max(current, linkFreeAt)
+        linkFreeAt = start + profile.scaled(micros: micros)
+        await sleep(linkFreeAt - current)
+    }
+
+    func bootloaderEvent(_ event: BootloaderEvent) -> [BootloaderAction] {
+        bootloader.handle(event, at: now())
+    }
+
+    func applyReboot(_ into: DeviceMode) {
+        mode = into
+        if into == .application { buttonless.advertisingName = nil }
+    }
+
+    func buttonlessWrite(_ value: [UInt8], indicationsEnabled: Bool) -> ButtonlessLogic.Outcome {
+        buttonless.write(value, indicationsEnabled: indicationsEnabled)
+    }
+
+    /// The buttonless jump, once the `20 01 01` indication was confirmed.
+    func enterBootloader() async {
+        mode = .bootloader
+        logger.debug("virtual device jumps to the bootloader", metadata: ["sim.address": "\(currentAddress)"])
+    }
+
+    func nextCounter() -> UInt32 {
+        counter &+= 1
+        return counter
+    }
+}

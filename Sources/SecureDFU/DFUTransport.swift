@@ -1,0 +1,35 @@
+/// The two DFU characteristics of a connected bootloader, as the engine needs them. The GATT adapter
+/// (``GATTDFUTransport``) implements it over a `GATTClient`; tests implement it in memory.
+public protocol DFUTransport: Sendable {
+    /// Write Request to the Control Point (returns when the device acknowledged the write).
+    func writeControlPoint(_ bytes: [UInt8]) async throws(DFUTransportError)
+    /// Write Command to the Packet characteristic (returns when the bearer accepted it: back-pressure only).
+    func writePacket(_ bytes: [UInt8]) async throws(DFUTransportError)
+    /// Control Point notifications; the stream ends when the link goes down.
+    var controlPointNotifications: AsyncStream<[UInt8]> { get }
+    /// The ATT_MTU of the link.
+    var mtu: Int { get async }
+}
+
+/// A transport write failed.
+public struct DFUTransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let disconnected = Code(rawValue: "disconnected")
+        public static let rejected = Code(rawValue: "rejected")
+        public var description: String { rawValue }
+    }
+
+    public var code: Code
+    public var reason: String
+
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static func == (lhs: DFUTransportError, rhs: DFUTransportError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String { "\(code): \(reason)" }
+}

@@ -1,0 +1,81 @@
+import DFUProtocol
+import GATT
+
+/// ``DFUTransport`` over a `GATTClient`: finds the Secure DFU service (FE59) with its Control Point and Packet
+/// characteristics, enables Control Point notifications (without them the bootloader answers ATT 0xFD), and
+/// forwards Control Point notifications. It consumes the client's notification stream (one consumer only).
+public struct GATTDFUTransport: DFUTransport {
+    public let client: GATTClient
+    public let controlPoint: GATTCharacteristic
+    public let packet: GATTCharacteristic
+    public let controlPointNotifications: AsyncStream<[UInt8]>
+
+    /// Wraps characteristics discovered by the caller; starts forwarding notifications at once.
+    public init(client: GATTClient, controlPoint: GATTCharacteristic, packet: GATTCharacteristic) {
+        self.client = client
+        self.controlPoint = controlPoint
+        self.packet = packet
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        controlPointNotifications = stream
+        let source = client.notifications
+        let handle = controlPoint.valueHandle
+        let forwarder = Task {
+            for await notification in source where notification.handle == handle {
+                continuation.yield(notification.value)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in forwarder.cancel() }
+    }
+
+    /// Discovers the DFU characteristics and enables Control Point notifications.
+    public static func open(client: GATTClient) async throws(DFUTransportError) -> GATTDFUTransport {
+        do {
+            guard let service = try await client.discoverPrimaryServices(uuid: SecureDFUUUID.service).first else {
+                throw DFUTransportError(.rejected, "no Secure DFU service (FE59)")
+            }
+            var characteristics = try await client.discoverCharacteristics(of: service)
+            guard let cpIndex = characteristics.firstIndex(where: { $0.uuid == SecureDFUUUID.controlPoint }),
+                let packet = characteristics.first(where: { $0.uuid == SecureDFUUUID.packet })
+            else {
+                throw DFUTransportError(.rejected, "Secure DFU service without Control Point or Packet characteristic")
+            }
+            characteristics[cpIndex].descriptors = try await client.discoverDescriptors(of: characteristics[cpIndex])
+            let controlPoint = characteristics[cpIndex]
+            let transport = GATTDFUTransport(client: client, controlPoint: controlPoint, packet: packet)
+            try await client.setNotifications(true, of: controlPoint)
+            return transport
+        } catch let error as DFUTransportError {
+            throw error
+        } catch let error as ATTClientError {
+            throw Self.map(error)
+        } catch {
+            throw DFUTransportError(.rejected, "\(error)")
+        }
+    }
+
+    public var mtu: Int { get async { await client.att.mtu } }
+
+    public func writeControlPoint(_ bytes: [UInt8]) async throws(DFUTransportError) {
+        do {
+            try await client.write(handle: controlPoint.valueHandle, value: bytes)
+        } catch {
+            throw Self.map(error)
+        }
+    }
+
+    public func writePacket(_ bytes: [UInt8]) async throws(DFUTransportError) {
+        do {
+            try await client.writeWithoutResponse(handle: packet.valueHandle, value: bytes)
+        } catch {
+            throw Self.map(error)
+        }
+    }
+
+    static func map(_ error: ATTClientError) -> DFUTransportError {
+        switch error.code {
+        case .disconnected, .closed, .timeout: DFUTransportError(.disconnected, "\(error)")
+        default: DFUTransportError(.rejected, "\(error)")
+        }
+    }
+}

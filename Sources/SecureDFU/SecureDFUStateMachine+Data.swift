@@ -1,0 +1,167 @@
+import DFUProtocol
+
+extension SecureDFUStateMachine {
+    mutating func dataSelected(_ info: ObjectInfo) -> [DFUAction] {
+        let maxSize = Int(info.maxSize)
+        guard maxSize > 0 else { return violation("Select Data reports a maximum object size of 0") }
+        objects = DFUPlanning.objectRanges(imageSize: part.image.count, maxObjectSize: maxSize)
+        let decision = DFUPlanning.dataResumeDecision(
+            image: image, maxObjectSize: maxSize, remote: info, executedOffset: configuration.executedOffset)
+        switch decision {
+        case .start: return createData(0)
+        case .executeAgain(let index):
+            objectIndex = index
+            sentOffset = objects[index].upperBound
+            return request(.execute, .executeData(again: true))
+        case .continueObject(let index, let offset):
+            objectIndex = index
+            sentOffset = offset
+            return [.progress(progress)] + streamNext()
+        case .recreate(let index): return createData(index)
+        case .restartFromScratch:
+            guard !restartedFromScratch else {
+                return violation("device data still inconsistent after a restart (offset \(info.offset))")
+            }
+            restartedFromScratch = true
+            configuration.executedOffset = nil
+            return createCommand()
+        }
+    }
+
+    mutating func createData(_ index: Int) -> [DFUAction] {
+        objectIndex = index
+        sentOffset = objects[index].lowerBound
+        return request(.create(type: .data, size: UInt32(objects[index].count)), .createData)
+    }
+
+    /// Sends the next burst of the current object, or ends the object with a checkpoint.
+    mutating func streamNext() -> [DFUAction] {
+        let prn = configuration.pacing.packetReceiptInterval
+        if prn != configuredPRN || needsPRNResync {
+            // A new interval after slowing down, or a receipt counter out of step after lost packets:
+            // Set PRN reloads the device's counter (nrf_dfu_ble.c).
+            configuredPRN = prn
+            return request(.setPRN(prn), .setPRNForData(thenSelect: false))
+        }
+        let end = objects[objectIndex].upperBound
+        guard sentOffset < end else { return objectEndCheckpoint() }
+        let left = DFUPlanning.packetCount(end - sentOffset, packetSize: packetSize)
+        let burst = configuration.pacing.nextBurst(packetsLeftInObject: left)
+        var count = min(burst.packets, left)
+        if burst.checkpoint == .none, burst.pause == nil { count = left }
+        if burst.checkpoint == .packetReceipt, configuredPRN > 0 {
+            let interval = Int(configuredPRN)
+            count = min(left, interval - packetsSinceReceiptReset % interval)
+        }
+        burstEnd = min(end, sentOffset + count * packetSize)
+        step = .sendingData(burst)
+        let packets = DFUPlanning.packets(in: sentOffset..<burstEnd, packetSize: packetSize)
+        return [.sendPackets(DFUPacketBurst(source: .firmware, packets: packets))]
+    }
+
+    mutating func burstWritten(_ burst: PacingBurst) -> [DFUAction] {
+        packetsSinceReceiptReset += DFUPlanning.packetCount(burstEnd - sentOffset, packetSize: packetSize)
+        sentOffset = burstEnd
+        if sentOffset == objects[objectIndex].upperBound { return objectEndCheckpoint() }
+        switch burst.checkpoint {
+        case .packetReceipt where receiptDue: return waitForReceipt()
+        case .packetReceipt, .checksum: return request(.calculateChecksum, .checksumData)
+        case .none:
+            if let pause = burst.pause {
+                step = .pause
+                return [armTimer(pause)]
+            }
+            return streamNext()
+        }
+    }
+
+    var receiptDue: Bool {
+        configuredPRN > 0 && packetsSinceReceiptReset > 0 && packetsSinceReceiptReset % Int(configuredPRN) == 0
+    }
+
+    /// The object is written: use the PRN that falls on its last packet, if one does, else Calculate Checksum.
+    /// (Never both outstanding: a PRN and a checksum response are the same bytes.)
+    mutating func objectEndCheckpoint() -> [DFUAction] {
+        receiptDue ? waitForReceipt() : request(.calculateChecksum, .checksumData)
+    }
+
+    mutating func waitForReceipt() -> [DFUAction] {
+        step = .waitingReceipt
+        let timerAction = armTimer(configuration.checkpointTimeout)
+        if let early = earlyReport {
+            earlyReport = nil
+            return checkpoint(offset: early.offset, crc: early.crc)
+        }
+        return [timerAction]
+    }
+
+    /// Every checkpoint checks offset and CRC against what was sent.
+    mutating func checkpoint(offset: Int, crc: UInt32) -> [DFUAction] {
+        let start = objects[objectIndex].lowerBound
+        let end = objects[objectIndex].upperBound
+        let prefixMatches = image.matches(offset: offset, crc: crc)
+        if offset == sentOffset, prefixMatches {
+            failures = 0
+            configuration.pacing.record(.clean)
+            if sentOffset == end { return [.progress(progress)] + request(.execute, .executeData(again: false)) }
+            return [.progress(progress)] + streamNext()
+        }
+        if offset > sentOffset {
+            return violation("device reports offset \(offset) but only \(sentOffset) bytes were sent")
+        }
+        if offset >= start, prefixMatches {
+            // Lost packets with an intact prefix: continue inside the object.
+            bytesResent += sentOffset - offset
+            sentOffset = offset
+            configuration.pacing.record(.shortfall)
+            if configuredPRN > 0 { needsPRNResync = true }
+            if let failure = countFailure(DFUEngineError(.bytesLost, "device has \(offset) of \(end) bytes")) {
+                return failure
+            }
+            return streamNext()
+        }
+        bytesResent += sentOffset - start
+        configuration.pacing.record(.mismatch)
+        let failure = countFailure(
+            DFUEngineError(.crcMismatch, "object \(objectIndex): CRC 0x\(String(crc, radix: 16)) at offset \(offset)"))
+        return failure ?? createData(objectIndex)
+    }
+
+    mutating func checkpointTimedOut() -> [DFUAction] {
+        configuration.pacing.record(.timeout)
+        if configuredPRN > 0 { needsPRNResync = true }
+        let timeout = DFUEngineError(.timeout, "no receipt or checksum within \(configuration.checkpointTimeout)")
+        if let failure = countFailure(timeout) { return failure }
+        // Ask where the device is instead of waiting for a receipt that will not come.
+        return request(.calculateChecksum, .checksumData)
+    }
+
+    /// Counts a failed checkpoint; slows down once after `maxAttempts` in a row, gives up after as many again.
+    mutating func countFailure(_ last: DFUEngineError) -> [DFUAction]? {
+        retries += 1
+        failures += 1
+        guard failures >= configuration.maxAttempts else { return nil }
+        if !slowedDown {
+            slowedDown = true
+            failures = 0
+            configuration.pacing.slowDown()
+            return nil
+        }
+        return fail(
+            DFUEngineError(
+                .gaveUp, "gave up after \(2 * configuration.maxAttempts) failed checkpoints in a row; last: \(last)"))
+    }
+
+    mutating func dataObjectExecuted() -> [DFUAction] {
+        let end = objects[objectIndex].upperBound
+        let executed = DFUExecutedObject(index: objectIndex, offset: end, crc: image.crc(upTo: end) ?? 0)
+        sentOffset = end
+        var actions: [DFUAction] = [.objectExecuted(executed), .progress(progress)]
+        if objectIndex == objects.count - 1 {
+            step = .finished
+            actions.append(.completed)
+            return actions
+        }
+        return actions + createData(objectIndex + 1)
+    }
+}

@@ -1,0 +1,146 @@
+import ArgumentParser
+import Foundation
+import Testing
+
+@testable import BledfuCLI
+
+/// A `bledfu simulate` child process on a virtual radio in a temporary directory, for `bledfu flash` tests.
+final class FlashSimulator {
+    let directory: URL
+    let radio: String
+    let statusDirectory: URL
+    private let process = Process()
+
+    /// Starts the simulator and waits (bounded) until the device's advertisement file exists.
+    init(directory: URL, extraArguments: [String] = []) throws {
+        self.directory = directory
+        radio = directory.appendingPathComponent("radio").path
+        statusDirectory = directory.appendingPathComponent("status")
+        try FileManager.default.createDirectory(atPath: radio, withIntermediateDirectories: true)
+        process.executableURL = CLIRunner.binary
+        process.arguments =
+            [
+                "simulate", "--adapter", "virtual:\(radio)", "--device", "bracelet", "--speedup", "100",
+                "--status-dir", statusDirectory.path, "--public-key", FlashFixture.publicKey.path,
+            ] + extraArguments
+        process.currentDirectoryURL = CLIRunner.repositoryRoot
+        FileManager.default.createFile(atPath: directory.appendingPathComponent("simulate.log").path, contents: nil)
+        let logHandle = try FileHandle(forWritingTo: directory.appendingPathComponent("simulate.log"))
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        try process.run()
+        // Bounded wait for the advertisement file (the simulator is ready when it exists).
+        for _ in 0..<1000 {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: radio)) ?? []
+            if names.contains(where: { $0.hasSuffix(".adv") }) { return }
+            if !process.isRunning { break }
+            usleep(10_000)
+        }
+        stop()
+        throw FlashFixture.Failure("the simulator did not advertise: \(log())")
+    }
+
+    func log() -> String {
+        (try? String(contentsOf: directory.appendingPathComponent("simulate.log"), encoding: .utf8)) ?? ""
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+
+    /// The bracelet's status file (`DeviceState` JSON), decoded loosely.
+    func status() -> [String: Any]? {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: statusDirectory.path)) ?? []
+        for name in names where !name.hasPrefix(".") {
+            guard let data = FileManager.default.contents(atPath: statusDirectory.appendingPathComponent(name).path),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { continue }
+            return object
+        }
+        return nil
+    }
+
+    /// Waits (bounded) until the status file says `mode` and the installed application hash is `sha256`.
+    func waitForApplication(sha256: String, attempts: Int = 500) -> [String: Any]? {
+        var last: [String: Any]?
+        for _ in 0..<attempts {
+            last = status()
+            if let last, last["mode"] as? String == "app",
+                let installed = last["installed"] as? [String: Any],
+                let application = installed["application"] as? [String: Any],
+                (application["sha256"] as? String)?.lowercased() == sha256
+            {
+                return last
+            }
+            usleep(10_000)
+        }
+        return last
+    }
+}
+
+/// Packages built for the flash tests with `bledfu package create` and the repository's test key.
+enum FlashFixture {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static let device = "C6:05:04:03:02:01"
+    static var privateKey: URL { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/keys/test-signing-key-DO-NOT-USE.pem") }
+    static var publicKey: URL { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/keys/test-signing-key-DO-NOT-USE.pub.pem") }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("bledfu-flash-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// A signed application package (version 2, hw 52, sd-req 0xB7) of `size` pseudo-random bytes; returns the
+    /// package path and the image's SHA-256.
+    static func applicationPackage(in directory: URL, size: Int) async throws -> (package: String, sha256: String) {
+        var state: UInt32 = 0x1234_5678
+        let image = (0..<size).map { _ -> UInt8 in
+            state = state &* 1_664_525 &+ 1_013_904_223
+            return UInt8(truncatingIfNeeded: state >> 24)
+        }
+        let bin = directory.appendingPathComponent("app.bin")
+        try Data(image).write(to: bin)
+        let package = directory.appendingPathComponent("app-v2.zip").path
+        // `bledfu package create`, run in-process (the subcommand may not be registered in this build).
+        let create = try PackageCreate.parse([
+            "--application", bin.path, "--application-version", "2", "--hw-version", "52", "--sd-req", "0xB7",
+            "--key-file", privateKey.path, package,
+        ])
+        try await create.run()
+        let hash = try CLIRunner.runTool("/usr/bin/sha256sum", [bin.path])
+        guard let sha = hash.split(separator: " ").first else { throw Failure("sha256sum printed nothing") }
+        return (package, String(sha).lowercased())
+    }
+}
+
+extension CLIRunner {
+    /// Runs a system tool and returns its standard output.
+    static func runTool(_ path: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// NDJSON lines of a result, decoded.
+    static func events(_ result: Result) -> [[String: Any]] {
+        result.lines.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import SecureDFU
+import Testing
+
+@testable import BledfuCLI
+
+@Suite(.serialized) struct FlashTests {
+    /// App mode → buttonless jump → bootloader at address + 1 → upload → the device runs the new image.
+    @Test func flashFromApplicationModeInstallsTheImage() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
+        let simulator = try FlashSimulator(directory: directory)
+        defer { simulator.stop() }
+        let state = directory.appendingPathComponent("state")
+
+        let result = try CLIRunner.run(
+            [
+                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
+                "--key", FlashFixture.publicKey.path, "--state-dir", state.path,
+            ], timeout: 120)
+
+        #expect(result.status == 0, "stderr: \(result.stderr)\nsimulator: \(simulator.log())")
+        let events = CLIRunner.events(result)
+        let states = events.compactMap { $0["state"] as? String }
+        #expect(states.contains("application-mode"))
+        #expect(states.contains("bootloader"))
+        #expect(states.contains("completed"))
+        let final = events.last { $0["event"] as? String == "result" }
+        #expect(final?["success"] as? Bool == true)
+        #expect(final?["bytesSent"] as? Int == 24_000)
+        let device = simulator.waitForApplication(sha256: sha)
+        #expect(device?["mode"] as? String == "app")
+        let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
+        #expect((installed?["sha256"] as? String)?.lowercased() == sha)
+        // A finished upload leaves no journal behind.
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
+        #expect(left.filter { $0.hasSuffix(".json") }.isEmpty)
+    }
+
+    /// The link drops part-way; flash reconnects to the bootloader, resumes with Select, and finishes correctly.
+    @Test func flashResumesAfterADisconnect() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
+        let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "disconnect-after-bytes=10000"])
+        defer { simulator.stop() }
+
+        let result = try CLIRunner.run(
+            [
+                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
+                "--state-dir", directory.appendingPathComponent("state").path,
+            ], timeout: 120)
+
+        #expect(result.status == 0, "stderr: \(result.stderr)\nsimulator: \(simulator.log())")
+        let events = CLIRunner.events(result)
+        #expect(events.contains { $0["state"] as? String == "reconnecting" })
+        let final = events.last { $0["event"] as? String == "result" }
+        #expect((final?["reconnects"] as? Int ?? 0) >= 1)
+        // Resumed, not restarted: fewer than the whole image twice went over the air.
+        #expect((final?["bytesSent"] as? Int ?? 0) < 2 * 24_000)
+        let device = simulator.waitForApplication(sha256: sha)
+        #expect(device?["mode"] as? String == "app")
+        let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
+        #expect((installed?["sha256"] as? String)?.lowercased() == sha)
+    }
+
+    @Test func corruptPackageFailsPreflightWithThePackageExitCode() throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let package = directory.appendingPathComponent("broken.zip")
+        try Data("not a zip file".utf8).write(to: package)
+        let result = try CLIRunner.run([
+            "flash", package.path, "--adapter", "virtual:\(directory.path)", "--device", FlashFixture.device,
+        ])
+        #expect((30...39).contains(result.status), "exit \(result.status): \(result.stderr)")
+        #expect(result.errorLines.count == 1)
+    }
+
+    @Test func helpDocumentsTheDFUExitCodes() throws {
+        let result = try CLIRunner.run(["flash", "--help"])
+        #expect(result.status == 0)
+        for code in 40...45 { #expect(result.stdout.contains("\(code)\t"), "flash --help lacks exit code \(code)") }
+        #expect(result.stdout.contains("--reconnect-attempts"))
+    }
+
+    @Test func resumeWithoutAJournalSaysSo() throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try CLIRunner.run([
+            "resume", "--adapter", "virtual:\(directory.path)", "--state-dir", directory.path, "--device", FlashFixture.device,
+        ])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("no unfinished upload for \(FlashFixture.device)"))
+    }
+
+    @Test func journalFileStoreRoundTripsAndRemoves() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = JournalFileStore(directory: directory, packagePath: "/tmp/app.zip", adapter: "hci0", addressType: "random")
+        var journal = DFUJournal(deviceAddress: "C6:05:04:03:02:01", packageSHA256: "ab" + String(repeating: "0", count: 62))
+        journal.record(DFUExecutedObject(index: 0, offset: 4096, crc: 0x1234_5678), part: 0)
+        try await store.save(journal)
+        let loaded = try await store.load(deviceAddress: "c6:05:04:03:02:01", packageSHA256: journal.packageSHA256)
+        #expect(loaded == journal)
+        let all = JournalFileStore.all(in: directory)
+        #expect(all.count == 1)
+        #expect(all.first?.file.packagePath == "/tmp/app.zip")
+        #expect(all.first?.file.adapter == "hci0")
+        // No temporary files are left next to the journal.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 1)
+        try await store.remove(deviceAddress: journal.deviceAddress, packageSHA256: journal.packageSHA256)
+        #expect(try await store.load(deviceAddress: journal.deviceAddress, packageSHA256: journal.packageSHA256) == nil)
+    }
+}

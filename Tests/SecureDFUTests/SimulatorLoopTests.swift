@@ -1,0 +1,195 @@
+import BLECore
+import DFUPackage
+import DFUProtocol
+import DFUSimulator
+import Testing
+
+@testable import SecureDFU
+
+/// The engine against the simulator's pure `BootloaderStateMachine`, in-process: engine actions become bootloader
+/// events, bootloader notifications become engine events. A dropped link ends the run with `.disconnected`.
+struct SimulatorLoop {
+    var engine: SecureDFUStateMachine
+    var device: BootloaderStateMachine
+    var now: Duration = .zero
+    var result: Result<Void, DFUEngineError>?
+    var requests: [ControlPointRequest] = []
+
+    init(part: DFUPart, device: BootloaderStateMachine, configuration: SecureDFUConfiguration) {
+        engine = SecureDFUStateMachine(part: part, configuration: configuration)
+        self.device = device
+        self.device.connected()
+    }
+
+    /// Notifications, or nil when the device dropped the link / refused the write.
+    mutating func deliver(_ event: BootloaderEvent) -> [[UInt8]]? {
+        now += .milliseconds(1)
+        var out: [[UInt8]] = []
+        for action in device.handle(event, at: now) {
+            switch action {
+            case .notify(let bytes): out.append(bytes)
+            case .attError, .disconnect, .reboot: return nil
+            case .flash, .wait, .fault: break
+            }
+        }
+        return out
+    }
+
+    mutating func run(mtu: Int = 247) {
+        var events: [DFUEvent] = [.started(mtu: mtu)]
+        var timer: DFUTimer?
+        var steps = 0
+        while result == nil, steps < 200_000 {
+            steps += 1
+            let event: DFUEvent
+            if !events.isEmpty {
+                event = events.removeFirst()
+            } else if let pending = timer {
+                timer = nil
+                event = .timerFired(pending)
+            } else {
+                break
+            }
+            var notifications: [[UInt8]] = []
+            var linkLost = false
+            for action in engine.handle(event) where !linkLost {
+                switch action {
+                case .writeControlPoint(let request):
+                    requests.append(request)
+                    if let out = deliver(.controlPointWrite(request.encoded, cccdEnabled: true)) {
+                        notifications += out
+                    } else {
+                        linkLost = true
+                    }
+                case .sendPackets(let burst):
+                    let bytes = burst.source == .initPacket ? engine.part.initPacket : engine.part.image
+                    for range in burst.packets where !linkLost {
+                        if let out = deliver(.packetWrite(Array(bytes[range]), withResponse: false)) {
+                            notifications += out
+                        } else {
+                            linkLost = true
+                        }
+                    }
+                    if !linkLost { events.append(.packetsSent) }
+                case .startTimer(let t, _): timer = t
+                case .completed: result = .success(())
+                case .failed(let error): result = .failure(error)
+                case .progress, .objectExecuted: break
+                }
+            }
+            if linkLost {
+                _ = device.handle(.disconnected, at: now)
+                events = [.disconnected]
+                continue
+            }
+            events += notifications.map { .controlPointNotification($0) }
+        }
+    }
+
+    var failure: DFUEngineError? { if case .failure(let e) = result { e } else { nil } }
+    var succeeded: Bool { if case .success = result { true } else { false } }
+}
+
+extension SimulatorLoop: CustomStringConvertible {
+    var description: String { "SimulatorLoop(result \(String(describing: result)), \(requests.count) requests)" }
+}
+
+enum SimulatorFixture {
+    static let image = testBytes(10_000, seed: 11)  // 3 objects of at most 4096 bytes
+
+    static func profile(saveProgress: Bool = false) throws -> DeviceProfile {
+        DeviceProfile(
+            name: "Bracelet", address: try #require(BluetoothAddress("C0:11:22:33:44:FF")),
+            hwVersion: 52, softDeviceFWID: 0xB7, saveProgress: saveProgress, requireSignedApp: true, publicKeys: [],
+            link: LinkParameters(receiveBuffers: 64), flash: FlashParameters(queueDepth: 64, bankSize: 200_704),
+            speedup: .infinity)
+    }
+
+    static func part(fwVersion: UInt32 = 2) -> DFUPart {
+        let command = InitCommand(
+            fwVersion: fwVersion, hwVersion: 52, sdReq: [0xB7], type: .application, sdSize: 0, blSize: 0,
+            appSize: UInt32(image.count),
+            hash: ImageHash(type: .sha256, bytes: Array(DFUSimulatorDigest.sha256(image).reversed())), isDebug: false,
+            bootValidation: [BootValidation(type: .crc)])
+        return DFUPart(
+            name: "application", initPacket: SecureInitPacket(command: command).encode(), image: image,
+            firmwareVersion: fwVersion)
+    }
+}
+
+@Suite struct SimulatorLoopTests {
+    @Test(arguments: ["adaptive", "prn:12", "nrfutil", "ios"])
+    func threeObjects(policy: String) throws {
+        let device = BootloaderStateMachine(profile: try SimulatorFixture.profile())
+        var loop = SimulatorLoop(
+            part: SimulatorFixture.part(), device: device,
+            configuration: SecureDFUConfiguration(pacing: try PacingPolicies.parse(policy)))
+        loop.run()
+        let succeeded = loop.succeeded
+        #expect(succeeded, "\(String(describing: loop.failure))")
+        let completed = loop.device.counters.updatesCompleted
+        #expect(completed == 1)
+    }
+
+    @Test(arguments: ["adaptive", "prn:8", "checksum:4", "object"])
+    func withDrops(policy: String) throws {
+        let faults = try FaultPlan(parsing: "seed=7,drop-rate=0.05")
+        let device = BootloaderStateMachine(profile: try SimulatorFixture.profile(), faults: faults)
+        var loop = SimulatorLoop(
+            part: SimulatorFixture.part(), device: device,
+            configuration: SecureDFUConfiguration(pacing: try PacingPolicies.parse(policy), maxAttempts: 5))
+        loop.run()
+        let succeeded = loop.succeeded
+        #expect(succeeded, "\(String(describing: loop.failure))")
+        let dropped = loop.device.counters.packetsDropped
+        #expect(dropped > 0)
+        #expect(loop.engine.retries > 0)
+    }
+
+    @Test func firmwareVersionTooLowByName() throws {
+        let faults = try FaultPlan(parsing: "reject-at=execute-command:0B:05")
+        let device = BootloaderStateMachine(profile: try SimulatorFixture.profile(), faults: faults)
+        var loop = SimulatorLoop(
+            part: SimulatorFixture.part(), device: device,
+            configuration: SecureDFUConfiguration(deviceFirmwareVersion: 3))
+        loop.run()
+        let failure = loop.failure
+        #expect(failure?.code == .remote)
+        #expect(
+            failure?.reason == "Execute (0x04) refused: firmware version too low (0x05): device has 3, package has 2")
+    }
+
+    @Test(arguments: [true, false])
+    func resumesAfterADisconnect(saveProgress: Bool) throws {
+        let faults = try FaultPlan(parsing: "disconnect-after-bytes=6000")
+        let device = BootloaderStateMachine(
+            profile: try SimulatorFixture.profile(saveProgress: saveProgress), faults: faults)
+        var first = SimulatorLoop(
+            part: SimulatorFixture.part(), device: device, configuration: SecureDFUConfiguration())
+        first.run()
+        #expect(first.failure?.code == .disconnected)
+        var second = SimulatorLoop(
+            part: SimulatorFixture.part(), device: first.device, configuration: SecureDFUConfiguration())
+        second.run()
+        let succeeded = second.succeeded
+        #expect(succeeded, "\(String(describing: second.failure))")
+        #expect(!second.requests.contains { if case .create(.command, _) = $0 { true } else { false } })
+    }
+}
+
+@Suite struct PackagePartTests {
+    @Test func partsFromABuiltPackage() throws {
+        var builder = PackageBuilder()
+        builder.application = PackageBuilder.Image(stem: "app", bytes: testBytes(5000, seed: 4))
+        builder.applicationVersion = 7
+        builder.hwVersion = 52
+        builder.sdReq = [0xB7]
+        let package = try FirmwarePackage(bytes: try builder.archive())
+        let parts = DFUPart.parts(of: package)
+        #expect(parts.count == 1)
+        #expect(parts.first?.name == "application")
+        #expect(parts.first?.firmwareVersion == 7)
+        #expect(parts.first?.image.count ?? 0 >= 5000)
+        #expect(parts.first?.initPacket == package.parts.first?.initPacketBytes)
+    }
+}
