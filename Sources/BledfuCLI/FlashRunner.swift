@@ -176,7 +176,12 @@ actor FlashSession {
             .contains(error.exitCode) && settings.target.isAddress
         {
             // Not at its own address: it may wait in its bootloader (address + 1) from an earlier run.
-            connection = try await openBootloader(initial: nil, target: &bootloader)
+            let original = error
+            do {
+                connection = try await openBootloader(initial: nil, target: &bootloader)
+            } catch where error.exitCode == FlashExit.bootloaderNotFound {
+                throw original
+            }
         }
 
         var partIndex = min(journal.partIndex, parts.count - 1)

@@ -73,7 +73,7 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     }
 
     /// Sends one part over the current connection. Returns the journal as updated (if one was given).
-    /// Cancelling the calling task sends Abort and throws ``DFUEngineError/Code/cancelled``. Runs on one driver
+    /// Cancelling the calling task sends Abort only when the configuration asks for it (`abortOnCancel`), and throws ``DFUEngineError/Code/cancelled``. Runs on one driver
     /// are sequential; a new connection needs a new driver (its transport's notification stream ends with the link).
     @discardableResult
     public func run(part: DFUPart, partIndex: Int = 0, partCount: Int = 1, journal: DFUJournal? = nil)

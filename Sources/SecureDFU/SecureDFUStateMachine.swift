@@ -108,7 +108,8 @@ public struct SecureDFUStateMachine: Sendable {
             return fail(DFUEngineError(.disconnected, "link lost during the transfer of \(part.name) (resumable)"))
         case .cancelled:
             step = .failed
-            return [.writeControlPoint(.abort), .failed(DFUEngineError(.cancelled, "transfer cancelled"))]
+            let failure = DFUAction.failed(DFUEngineError(.cancelled, "transfer cancelled"))
+            return configuration.abortOnCancel ? [.writeControlPoint(.abort), failure] : [failure]
         }
     }
 

@@ -29,11 +29,15 @@ public struct SecureDFUConfiguration: Sendable {
     public var deviceFirmwareVersion: UInt32?
     /// End of the data the journal says the device executed, if any (see ``DFUPlanning/dataResumeDecision``).
     public var executedOffset: Int?
+    /// Send Abort when the transfer is cancelled. Off by default: Abort resets the device and, on bootloaders that
+    /// do not save progress, throws away what was sent; a cancelled upload should stay resumable.
+    public var abortOnCancel: Bool
 
     public init(
         pacing: any PacingPolicy = AdaptivePacing(), maxAttempts: Int = 3, checkpointTimeout: Duration = .seconds(10),
-        deviceFirmwareVersion: UInt32? = nil, executedOffset: Int? = nil
+        deviceFirmwareVersion: UInt32? = nil, executedOffset: Int? = nil, abortOnCancel: Bool = false
     ) {
+        self.abortOnCancel = abortOnCancel
         self.pacing = pacing
         self.maxAttempts = max(1, maxAttempts)
         self.checkpointTimeout = checkpointTimeout

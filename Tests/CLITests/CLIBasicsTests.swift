@@ -41,7 +41,7 @@ import Testing
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let result = try CLIRunner.run(["gatt", "list", "--adapter", "virtual:\(dir.path)", "--device", "C0:FF:EE:00:00:01"])
-        #expect(result.status == 17, result.stderr)
+        #expect(result.status == 17, "\(result.stderr)")
         #expect(result.errorLines.count == 1)
     }
 }

@@ -59,6 +59,11 @@ import Testing
             ["simulate", "--describe", "--device", "bracelet", "--device", "bracelet"], environment: Self.firmware)
         #expect(collision.status == 64)
         #expect(collision.stderr.contains("would both use address"))
+        let notAKey = try CLIRunner.run(
+            ["simulate", "--describe", "--device", "bracelet", "--public-key", CLIRunner.repositoryRoot.appendingPathComponent("Firmware/bracelet.json").path],
+            environment: Self.firmware)
+        #expect(notAKey.status == 64)
+        #expect(notAKey.stderr.contains("--public-key"))
     }
 
     @Test func devicesAdvertiseServeGATTWriteStatusAndStopCleanlyOnSIGINT() throws {

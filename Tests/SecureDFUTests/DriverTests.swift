@@ -74,17 +74,18 @@ final class FakeTransport: DFUTransport, Sendable {
         #expect(firmware == part.image)
     }
 
-    @Test func cancellationSendsAbort() async throws {
+    @Test(arguments: [false, true]) func cancellationSendsAbortOnlyWhenAsked(abortOnCancel: Bool) async throws {
         let clock = ManualClock()
         let transport = FakeTransport(silent: true)
-        let driver = SecureDFUDriver(transport: transport, clock: clock)
+        let driver = SecureDFUDriver(
+            transport: transport, clock: clock, configuration: SecureDFUConfiguration(abortOnCancel: abortOnCancel))
         let part = self.part
         let task = Task { try await driver.run(part: part) }
         await clock.waitForSleepers(1)  // Select Command written, response timer armed
         task.cancel()
         let result = await task.result
         #expect(throws: DFUEngineError(.cancelled, "")) { try result.get() }
-        #expect(transport.requests == [.select(.command), .abort])
+        #expect(transport.requests == (abortOnCancel ? [.select(.command), .abort] : [.select(.command)]))
     }
 
     @Test func timeoutOnTheInjectedClock() async throws {

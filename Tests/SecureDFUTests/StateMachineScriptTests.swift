@@ -295,10 +295,16 @@ func play(
         _ = machine.handle(.started(mtu: 247))
         #expect(steps(machine.handle(.disconnected)) == [.failed(.disconnected)])
 
+        // By default a cancelled upload stays resumable: no Abort is sent.
         var cancelled = SecureDFUStateMachine(part: part)
         _ = cancelled.handle(.started(mtu: 247))
-        #expect(steps(cancelled.handle(.cancelled)) == [.request(.abort), .failed(.cancelled)])
+        #expect(steps(cancelled.handle(.cancelled)) == [.failed(.cancelled)])
         #expect(cancelled.handle(Device.ok(.select)).isEmpty)
+
+        // --abort-on-cancel: Abort, then the failure.
+        var aborting = SecureDFUStateMachine(part: part, configuration: SecureDFUConfiguration(abortOnCancel: true))
+        _ = aborting.handle(.started(mtu: 247))
+        #expect(steps(aborting.handle(.cancelled)) == [.request(.abort), .failed(.cancelled)])
     }
 
     @Test func disconnectDuringTheLastExecuteIsSuccess() {
