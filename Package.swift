@@ -46,7 +46,6 @@ var targets: [Target] = [
         dependencies: [
             "BLECore",
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             .product(name: "Crypto", package: "swift-crypto"),
             log,
         ],
@@ -115,7 +114,10 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "CLITests",
-        dependencies: ["BledfuCLI", "bledfu", "BLECore"],
+        dependencies: [
+            "BledfuCLI", "bledfu", "BLECore", "SecureDFU", "DFUPackage",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ],
         swiftSettings: swiftSettings
     ),
 ]
@@ -148,7 +150,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
     ],

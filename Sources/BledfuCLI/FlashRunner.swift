@@ -257,7 +257,9 @@ actor FlashSession {
         } catch {
             throw DFUEngineError(.incompatible, error.description)
         }
-        let configuration = SecureDFUConfiguration(pacing: pacing, checkpointTimeout: .milliseconds(Int64(settings.timeout * 1000)))
+        let configuration = SecureDFUConfiguration(
+            pacing: pacing, checkpointTimeout: .milliseconds(Int64(settings.timeout * 1000)),
+            abortOnCancel: settings.abortOnCancel)
         let driver = SecureDFUDriver(transport: transport, clock: ContinuousClock(), configuration: configuration, journalStore: store)
         let progress = self.progress
         let reporter = Task {

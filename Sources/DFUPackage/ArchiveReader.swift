@@ -57,9 +57,8 @@ enum ArchiveReader {
             throw PackageError(.invalidArchive, "not a zip archive (\(data.count) bytes, no end of central directory)")
         }
         // ZIPFoundation leaks its in-memory file when `Archive(data:)` throws, so non-zips are rejected here first.
-        guard hasEndOfCentralDirectory(data) else {
-            throw PackageError(.invalidArchive, "not a zip archive (no end of central directory record)")
-        }
+        // It also traps on offsets past the end, so the records it will read are bounds-checked first.
+        try ArchiveBounds.check(data)
         let archive: Archive
         do {
             archive = try Archive(data: data, accessMode: .read)
@@ -123,19 +122,6 @@ enum ArchiveReader {
             throw PackageError(.corruptEntry, "entry '\(entry.path)' has \(bytes.count) bytes, its header says \(declared)")
         }
         return bytes
-    }
-
-    /// Whether the end-of-central-directory signature `50 4b 05 06` sits where a zip's last record can start
-    /// (the final 22 bytes plus at most a 65535-byte comment).
-    static func hasEndOfCentralDirectory(_ data: Data) -> Bool {
-        guard data.count >= 22 else { return false }
-        let bytes = [UInt8](data.suffix(22 + 65535))
-        var index = bytes.count - 22
-        while index >= 0 {
-            if bytes[index] == 0x50, bytes[index + 1] == 0x4B, bytes[index + 2] == 0x05, bytes[index + 3] == 0x06 { return true }
-            index -= 1
-        }
-        return false
     }
 
     /// Rejects absolute paths, `..` components, backslashes, NULs and empty names.

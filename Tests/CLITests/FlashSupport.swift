@@ -12,7 +12,7 @@ final class FlashSimulator {
     private let process = Process()
 
     /// Starts the simulator and waits (bounded) until the device's advertisement file exists.
-    init(directory: URL, extraArguments: [String] = []) throws {
+    init(directory: URL, speedup: Int = 100, extraArguments: [String] = []) throws {
         self.directory = directory
         radio = directory.appendingPathComponent("radio").path
         statusDirectory = directory.appendingPathComponent("status")
@@ -20,7 +20,7 @@ final class FlashSimulator {
         process.executableURL = CLIRunner.binary
         process.arguments =
             [
-                "simulate", "--adapter", "virtual:\(radio)", "--device", "bracelet", "--speedup", "100",
+                "simulate", "--adapter", "virtual:\(radio)", "--device", "bracelet", "--speedup", "\(speedup)",
                 "--status-dir", statusDirectory.path, "--public-key", FlashFixture.publicKey.path,
             ] + extraArguments
         process.currentDirectoryURL = CLIRunner.repositoryRoot

@@ -65,6 +65,48 @@ import Testing
         #expect((installed?["sha256"] as? String)?.lowercased() == sha)
     }
 
+    /// Ctrl-C stops at a safe point with exit 130 and a journal; `bledfu resume` finishes the upload.
+    @Test func interruptThenResumeFinishesTheUpload() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 96_000)
+        let simulator = try FlashSimulator(directory: directory, speedup: 5)
+        defer { simulator.stop() }
+        let state = directory.appendingPathComponent("state")
+        let flash = Process()
+        flash.executableURL = CLIRunner.binary
+        flash.arguments = [
+            "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
+            "--state-dir", state.path,
+        ]
+        let errors = Pipe()
+        flash.standardError = errors
+        flash.standardOutput = FileHandle.nullDevice
+        try flash.run()
+        defer { if flash.isRunning { flash.terminate() } }
+        // Bounded wait for the first journal (written after the first executed object).
+        var journals: [String] = []
+        for _ in 0..<2000 where journals.isEmpty && flash.isRunning {
+            journals = ((try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []).filter { $0.hasSuffix(".json") }
+            usleep(5_000)
+        }
+        #expect(!journals.isEmpty, "no journal appeared")
+        flash.interrupt()
+        flash.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
+        #expect(stderr.contains("bledfu resume --device \(FlashFixture.device)"))
+        #expect(!JournalFileStore.all(in: state).isEmpty)
+
+        let resumed = try CLIRunner.run(
+            ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 120)
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        let device = simulator.waitForApplication(sha256: sha)
+        let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
+        #expect((installed?["sha256"] as? String)?.lowercased() == sha)
+        #expect(JournalFileStore.all(in: state).isEmpty)
+    }
+
     @Test func corruptPackageFailsPreflightWithThePackageExitCode() throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -29,7 +29,8 @@ import Testing
         #expect(read.stdout.hasSuffix(": 32 \"2\"\n"), "application version 2 installed: \(read.stdout) \(read.stderr)")
 
         let status = try CLIRunner.run(["simulate", "status", "--adapter", radio, "--json"])
-        let state = try #require(status.stdout.split(separator: "\n").compactMap(decode).first?["state"] as? [String: Any])
+        let lines = status.stdout.split(separator: "\n").compactMap(decode)
+        let state = try #require(lines.first?["state"] as? [String: Any], "\(status.stdout)")
         let counters = state["counters"] as? [String: Any]
         #expect(counters?["updates_completed"] as? Int == 1, "\(state)")
         #expect(counters?["faults_fired"] as? Int == 1, "\(state)")
@@ -40,7 +41,8 @@ import Testing
         #expect(fault["kind"] as? String == "disconnect")
         #expect((fault["bytes_received"] as? Int ?? 0) >= 8192)
         // The bootloader advertised at address + 1 (no bonds), then the application came back at its own address.
-        let advertised = events.filter { $0["event"] as? String == "advertising" }.compactMap { $0["address"] as? String }
+        let advertised = events.filter { $0["event"] as? String == "advertising" }
+            .compactMap { $0["address"] as? String }
         #expect(advertised.contains("C6:05:04:03:02:02"), "\(advertised)")
         #expect(advertised.last == Self.bracelet, "\(advertised)")
         #expect(simulator.files(".sock").isEmpty)

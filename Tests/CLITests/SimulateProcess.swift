@@ -17,8 +17,8 @@ final class SimulatorProcess {
         self.radio = directory
         stdoutFile = directory.appendingPathComponent("simulate.out")
         stderrFile = directory.appendingPathComponent("simulate.err")
-        FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process.executableURL = CLIRunner.binary
         process.arguments = ["simulate", "--adapter", "virtual:\(directory.path)"] + arguments
         var environment = ProcessInfo.processInfo.environment

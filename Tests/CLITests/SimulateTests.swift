@@ -12,7 +12,8 @@ import Testing
     }
 
     @Test func describePrintsProfilesAndCeilingsWithoutARadio() throws {
-        let text = try CLIRunner.run(["simulate", "--describe", "--device", "bracelet", "--device", "sensor"], environment: Self.firmware)
+        let text = try CLIRunner.run(
+            ["simulate", "--describe", "--device", "bracelet", "--device", "sensor"], environment: Self.firmware)
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("Bracelet C6:05:04:03:02:01 random nRF52832"))
         #expect(text.stdout.contains("Sensor D2:C3:B4:A5:96:87 random nRF52840"))
@@ -45,7 +46,8 @@ import Testing
 
     @Test func badArgumentsAreUsageErrors() throws {
         let unknown = try CLIRunner.run(
-            ["simulate", "--adapter", "virtual:/tmp/bledfu-none", "--device", "no-such-device"], environment: Self.firmware)
+            ["simulate", "--adapter", "virtual:/tmp/bledfu-none", "--device", "no-such-device"],
+            environment: Self.firmware)
         #expect(unknown.status == 64, "\(unknown.stderr)")
         #expect(unknown.stderr.contains("no device profile 'no-such-device'"))
         let notVirtual = try CLIRunner.run(["simulate", "--device", "bracelet"], environment: Self.firmware)
@@ -59,8 +61,9 @@ import Testing
             ["simulate", "--describe", "--device", "bracelet", "--device", "bracelet"], environment: Self.firmware)
         #expect(collision.status == 64)
         #expect(collision.stderr.contains("would both use address"))
+        let profilePath = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/bracelet.json").path
         let notAKey = try CLIRunner.run(
-            ["simulate", "--describe", "--device", "bracelet", "--public-key", CLIRunner.repositoryRoot.appendingPathComponent("Firmware/bracelet.json").path],
+            ["simulate", "--describe", "--device", "bracelet", "--public-key", profilePath],
             environment: Self.firmware)
         #expect(notAKey.status == 64)
         #expect(notAKey.stderr.contains("--public-key"))
@@ -102,8 +105,8 @@ import Testing
             $0.hasSuffix(".json")
         }
         #expect(statusNames.sorted() == ["C6-05-04-03-02-01.json", "D2-C3-B4-A5-96-87.json", "D2-C3-B4-A5-97-87.json"])
-        let braceletStatus = try #require(
-            decode(String(decoding: try Data(contentsOf: statusDirectory.appendingPathComponent("C6-05-04-03-02-01.json")), as: UTF8.self)))
+        let braceletFile = statusDirectory.appendingPathComponent("C6-05-04-03-02-01.json")
+        let braceletStatus = try #require(decode(String(decoding: try Data(contentsOf: braceletFile), as: UTF8.self)))
         #expect(braceletStatus["mode"] as? String == "app")
         #expect((braceletStatus["counters"] as? [String: Any])?["connections"] as? Int ?? 0 >= 2, "\(braceletStatus)")
         let status = try CLIRunner.run(["simulate", "status", "--adapter", radio, "--json"])
@@ -118,11 +121,12 @@ import Testing
         #expect(simulator.files(".sock").isEmpty)
         #expect(simulator.files(".adv").isEmpty)
         #expect(simulator.stderr.contains("stopped"))
-        #expect(FileManager.default.fileExists(atPath: statusDirectory.appendingPathComponent("C6-05-04-03-02-01.json").path))
+        #expect(FileManager.default.fileExists(atPath: braceletFile.path))
     }
 
     @Test func overridesShowInGATTAndStatePersistsAcrossRunsAndSIGTERMStops() throws {
-        let stateDirectory = URL(fileURLWithPath: "/tmp").appendingPathComponent("bledfu-state-\(UUID().uuidString.prefix(8))")
+        let stateDirectory = URL(fileURLWithPath: "/tmp")
+            .appendingPathComponent("bledfu-state-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: stateDirectory) }
         let first = try SimulatorProcess(
             ["--device", "bracelet", "--app-version", "7", "--state-dir", stateDirectory.path, "--json"])
@@ -133,11 +137,13 @@ import Testing
         #expect(read.stdout.hasSuffix(": 37 \"7\"\n"), "\(read.stdout) \(read.stderr)")
         #expect(first.stop(signal: SIGTERM) == 0, "\(first.stderr)")
         #expect(first.files(".sock").isEmpty)
-        let events = first.stdout.split(separator: "\n").compactMap { decode(String($0)) }.compactMap { $0["event"] as? String }
+        let events = first.stdout.split(separator: "\n").compactMap { decode(String($0)) }
+            .compactMap { $0["event"] as? String }
         #expect(events.first == "advertising" && events.contains("ready") && events.last == "stopped", "\(events)")
 
         // Second run, same state directory, no override: the installed version comes back.
-        let second = try SimulatorProcess(["--device", "bracelet", "--state-dir", stateDirectory.path], radio: first.radio)
+        let second = try SimulatorProcess(
+            ["--device", "bracelet", "--state-dir", stateDirectory.path], radio: first.radio)
         defer { second.cleanUp() }
         #expect(second.waitUntil { second.files(".adv").count == 1 }, "no advertisement: \(second.stderr)")
         let again = try CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])

@@ -81,6 +81,15 @@ enum HostileCorpus {
             HostileCase(name: "archive over limit", bytes: valid, code: .entryTooLarge, fragment: "more than the 100-byte limit", limits: ArchiveLimits(maxArchiveSize: 100)),
             HostileCase(name: "entries over total", bytes: valid, code: .entryTooLarge, fragment: "entries total more than", limits: ArchiveLimits(maxTotalSize: 500)),
         ]
+        // Found by tools/fuzz-package: a central header pointing past the end trapped ZIPFoundation's memory reader.
+        var farOffset = valid
+        if let cd = (0..<(valid.count - 4)).first(where: { valid[$0..<($0 + 4)].elementsEqual([0x50, 0x4B, 0x01, 0x02]) }) {
+            farOffset.replaceSubrange((cd + 42)..<(cd + 46), with: [0xF0, 0xFF, 0xFF, 0x00])
+        }
+        list.append(HostileCase(name: "local header past end", bytes: farOffset, code: .invalidArchive, fragment: "local header at 16777200 is missing"))
+        var cdPastEnd = valid
+        cdPastEnd.replaceSubrange((valid.count - 6)..<(valid.count - 2), with: [0xFF, 0xFF, 0x00, 0x00])
+        list.append(HostileCase(name: "central directory past end", bytes: cdPastEnd, code: .invalidArchive, fragment: "central directory lies outside"))
         list.append(HostileCase(name: "symlink-free sanity", bytes: with { $0.set("app.bin", appBin + [1]) }, code: .invalidManifest, fragment: "unused"))
         return list.filter { $0.fragment != "unused" }
     }

@@ -185,10 +185,11 @@ enum SimulatorDescription {
         }
         let link = profile.link
         let app = profile.installed.application.map { "app v\($0.version)" } ?? "no app"
+        let fwid = String(profile.softDeviceFWID, radix: 16, uppercase: true)
         print(
             "\(profile.name) \(profile.address) \(profile.addressType) \(profile.chip) SDK \(profile.sdkVersion)"
-                + " hw_version \(profile.hwVersion) sd_fwid 0x\(String(profile.softDeviceFWID, radix: 16, uppercase: true))"
-                + " buttonless \(profile.buttonless.rawValue) \(app) bootloader v\(profile.installed.bootloader.version)")
+                + " hw_version \(profile.hwVersion) sd_fwid 0x\(fwid) buttonless \(profile.buttonless.rawValue)"
+                + " \(app) bootloader v\(profile.installed.bootloader.version)")
         print(
             "  signatures: \(profile.publicKeys.isEmpty ? "none checked" : "\(profile.publicKeys.count) key(s)")"
                 + "\(profile.requireSignedApp ? ", required for apps" : ", optional for apps")"

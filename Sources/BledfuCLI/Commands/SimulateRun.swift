@@ -116,7 +116,9 @@ struct SimulateRun: AsyncParsableCommand {
     /// Profiles → instances → state restore → overrides → address check.
     func makeSpecs() throws -> [SimulatedDeviceSpec] {
         let overrides = ProfileOverrides(
-            hwVersion: try hwVersion.map { UInt32(try parseNumber($0, option: "--hw-version", max: UInt64(UInt32.max))) },
+            hwVersion: try hwVersion.map {
+                UInt32(try parseNumber($0, option: "--hw-version", max: UInt64(UInt32.max)))
+            },
             softDeviceFWID: try sdFwid.map { UInt16(try parseNumber($0, option: "--sd-fwid", max: 0xFFFF)) },
             applicationVersion: try appVersion.map {
                 UInt32(try parseNumber($0, option: "--app-version", max: UInt64(UInt32.max)))
@@ -136,7 +138,8 @@ struct SimulateRun: AsyncParsableCommand {
                 for address in SimulatorProfiles.addresses(profile) {
                     if let other = used[address] {
                         throw CLIError(
-                            "\(profile.name) and \(other) would both use address \(address)", exitCode: BledfuExit.usage)
+                            "\(profile.name) and \(other) would both use address \(address)",
+                            exitCode: BledfuExit.usage)
                     }
                     used[address] = profile.name
                 }
@@ -165,7 +168,8 @@ struct SimulateRun: AsyncParsableCommand {
         let lower = text.lowercased()
         let value = lower.hasPrefix("0x") ? UInt64(lower.dropFirst(2), radix: 16) : UInt64(lower)
         guard let value, value <= max else {
-            throw CLIError("\(option): '\(text)' is not a number up to \(max) (decimal or 0x hex)", exitCode: BledfuExit.usage)
+            throw CLIError(
+                "\(option): '\(text)' is not a number up to \(max) (decimal or 0x hex)", exitCode: BledfuExit.usage)
         }
         return value
     }
