@@ -34,39 +34,16 @@ func pause(seconds: Double) async {
 }
 
 extension FlashSession {
-    /// Connects to `peer`, wraps the bearer for `--capture`/`--verbose`, and exchanges the MTU.
+    /// Connects to `peer`, wraps the bearer for `--capture`/`--verbose` (one capture file across reconnects), and
+    /// exchanges the MTU.
     func connect(_ peer: PeerAddress) async throws(CLIError) -> OpenConnection {
         var options = ConnectOptions(timeout: .milliseconds(Int64(settings.timeout * 1000)))
         options.securityLevel = settings.security
-        let bearer: any ATTBearer
-        do {
-            bearer = try await adapter.connect(to: peer, options: options)
-        } catch {
-            throw CLIError(error)
-        }
-        var observers: [any PDUObserver] = []
-        if let path = settings.capture {
-            if capture == nil {
-                do {
-                    capture = try BTSnoopWriter(
-                        path: path, handle: bearer.linkInfo.connectionHandle ?? BTSnoopWriter.defaultHandle)
-                } catch {
-                    await bearer.close()
-                    throw CLIError("cannot write capture file \(path): \(error)", exitCode: BledfuExit.failure)
-                }
-            }
-            if let capture { observers.append(capture) }
-        }
-        if settings.verbose { observers.append(TraceObserver()) }
-        let wrapped: any ATTBearer = observers.isEmpty ? bearer : CapturingBearer(wrapping: bearer, observers: observers)
-        let att = ATTClient(bearer: wrapped)
-        do {
-            _ = try await att.exchangeMTU()
-        } catch {
-            await att.close()
-            throw CLIError(error)
-        }
-        return OpenConnection(att: att, gatt: GATTClient(att: att), capture: nil)
+        let (connection, writer) = try await connectATT(
+            adapter: adapter, peer: peer, options: options, capturePath: settings.capture, capture: capture,
+            verbose: settings.verbose)
+        capture = writer
+        return connection
     }
 
     /// Finds FE59 and tells bootloader from application.

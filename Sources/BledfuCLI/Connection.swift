@@ -57,39 +57,52 @@ struct OpenConnection {
 
 /// Connects, wraps the bearer for `--capture` and `--verbose`, and exchanges the MTU.
 func openConnection(_ options: GlobalOptions, _ device: DeviceOptions) async throws -> OpenConnection {
-    let adapter = try makeAdapter(options)
-    let peer = try device.peer()
     var connectOptions = ConnectOptions(timeout: options.timeoutDuration)
     connectOptions.securityLevel = device.security
+    let (connection, capture) = try await connectATT(
+        adapter: try makeAdapter(options), peer: try device.peer(), options: connectOptions,
+        capturePath: options.capture, capture: nil, verbose: options.verbose)
+    return OpenConnection(att: connection.att, gatt: connection.gatt, capture: capture)
+}
+
+/// Connects to `peer`, wraps the bearer for `--capture` and `--verbose`, and exchanges the MTU.
+///
+/// - Parameter capture: an open capture to append to (one file across reconnects), or nil to open `capturePath`.
+/// - Returns: the connection (its `capture` is nil: the caller owns the writer) and the capture writer in use.
+func connectATT(
+    adapter: any BLEAdapter, peer: PeerAddress, options: ConnectOptions, capturePath: String?,
+    capture: BTSnoopWriter?, verbose: Bool
+) async throws(CLIError) -> (OpenConnection, BTSnoopWriter?) {
     let bearer: any ATTBearer
     do {
-        bearer = try await adapter.connect(to: peer, options: connectOptions)
+        bearer = try await adapter.connect(to: peer, options: options)
     } catch {
         throw CLIError(error)
     }
+    var writer = capture
     var observers: [any PDUObserver] = []
-    var capture: BTSnoopWriter?
-    if let path = options.capture {
-        do {
-            let writer = try BTSnoopWriter(path: path, handle: bearer.linkInfo.connectionHandle ?? BTSnoopWriter.defaultHandle)
-            capture = writer
-            observers.append(writer)
-        } catch {
-            await bearer.close()
-            throw CLIError("cannot write capture file \(path): \(error)", exitCode: BledfuExit.failure)
+    if let path = capturePath {
+        if writer == nil {
+            do {
+                writer = try BTSnoopWriter(path: path, handle: bearer.linkInfo.connectionHandle ?? BTSnoopWriter.defaultHandle)
+            } catch {
+                await bearer.close()
+                throw CLIError("cannot write capture file \(path): \(error)", exitCode: BledfuExit.failure)
+            }
         }
+        if let writer { observers.append(writer) }
     }
-    if options.verbose { observers.append(TraceObserver()) }
+    if verbose { observers.append(TraceObserver()) }
     let wrapped: any ATTBearer = observers.isEmpty ? bearer : CapturingBearer(wrapping: bearer, observers: observers)
     let att = ATTClient(bearer: wrapped)
     do {
         _ = try await att.exchangeMTU()
     } catch {
         await att.close()
-        capture?.close()
+        if capture == nil { writer?.close() }
         throw CLIError(error)
     }
-    return OpenConnection(att: att, gatt: GATTClient(att: att), capture: capture)
+    return (OpenConnection(att: att, gatt: GATTClient(att: att), capture: nil), writer)
 }
 
 /// `--verbose`: one line per PDU on standard error.
