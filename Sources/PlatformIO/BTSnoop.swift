@@ -145,8 +145,11 @@ public final class CapturingBearer: ATTBearer {
     public var linkInfo: LinkInfo { base.linkInfo }
 
     public func send(_ pdu: [UInt8]) async throws(BearerError) {
-        try await base.send(pdu)
+        // Recorded before it is handed to the link: once sent, the peer's answer can arrive, be recorded and end the
+        // program before this task resumes, which would leave the request out of the capture. A PDU whose send then
+        // fails is still recorded: the capture shows what was attempted.
         for observer in observers { observer.observe(pdu: pdu, sent: true) }
+        try await base.send(pdu)
     }
 
     public func receive() async throws(BearerError) -> [UInt8] {
