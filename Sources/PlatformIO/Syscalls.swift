@@ -189,6 +189,15 @@ public func system_poll(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _
     return poll(fds, count, timeout)
 }
 
+// MARK: - Signals
+
+/// Ignores (`ignore == true`) or restores the default action of a signal; Dispatch signal sources still see an
+/// ignored signal. The corresponding C function is `signal`.
+@inline(never)
+public func system_setSignalIgnored(_ number: CInt, _ ignore: Bool) {
+    _ = signal(number, ignore ? SIG_IGN : SIG_DFL)
+}
+
 // MARK: - Descriptors and files
 
 @inline(never)

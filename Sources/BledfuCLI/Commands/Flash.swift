@@ -1,4 +1,6 @@
 import ArgumentParser
+import Synchronization
+import PlatformIO
 import BLECore
 import Dispatch
 import Foundation
@@ -147,27 +149,23 @@ func makeFlashAdapter(_ adapter: String) throws -> any BLEAdapter {
 }
 
 /// SIGINT: the first calls `onFirst`, the second exits with 130 at once.
-final class InterruptHandler: @unchecked Sendable {
-    private let source: any DispatchSourceSignal
-    private var count = 0
+final class InterruptHandler: Sendable {
+    private let watch: SignalWatch
 
     init(onFirst: @escaping @Sendable () -> Void) {
-        signal(SIGINT, SIG_IGN)
-        source = DispatchSource.makeSignalSource(signal: SIGINT, queue: DispatchQueue(label: "bledfu.sigint"))
-        source.setEventHandler { [unowned self] in
-            // Runs on the source's serial queue only.
-            count += 1
-            if count >= 2 {
+        let count = Mutex(0)
+        watch = SignalWatch(signals: [SIGINT]) { _ in
+            let seen = count.withLock { value in
+                value += 1
+                return value
+            }
+            if seen >= 2 {
                 Console.errorRaw("bledfu: interrupted")
                 exit(BledfuExit.interrupted)
             }
             onFirst()
         }
-        source.resume()
     }
 
-    func cancel() {
-        source.cancel()
-        signal(SIGINT, SIG_DFL)
-    }
+    func cancel() { watch.cancel() }
 }
