@@ -48,10 +48,15 @@ final class SimulatorHost: Sendable {
             for spec in specs {
                 let reporter = StatusReporter(
                     spec: spec, statusDirectory: statusDirectory, stateDirectory: stateDirectory, events: events)
+                let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(spec.identity, from: $0) }
+                let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
+                    stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
                 let device = VirtualDevice(
                     profile: spec.profile, faults: spec.faults, clock: ContinuousClock(),
-                    statusSink: { state in reporter.publish(state) },
+                    statusSink: { state in reporter.publish(state) }, restoring: restoring,
+                    persistentSink: persistentSink,
                     logger: Logger(label: "bledfu.simulator.\(spec.profile.name)"))
+                if stateDirectory != nil { reporter.persist(await device.persistentState()) }
                 reporter.publish(await device.state())
                 let endpoint = try openEndpoint(await device.currentAdvertisement, identity: spec.identity)
                 running.append(Running(device: device, spec: spec, reporter: reporter, endpoint: endpoint))
@@ -211,6 +216,8 @@ struct SimulatorEvents: Sendable {
 final class StatusReporter: Sendable {
     let spec: SimulatedDeviceSpec
     let paths: [String]
+    /// `STATE_DIR/<identity>.state.json` (with `--state-dir`).
+    let persistentPath: String?
     let events: SimulatorEvents
     private let reported = Mutex((faults: 0, lastError: ""))
 
@@ -218,7 +225,17 @@ final class StatusReporter: Sendable {
         self.spec = spec
         let name = SimulatorFiles.stateName(spec.identity)
         self.paths = [statusDirectory + "/" + name] + (stateDirectory.map { [$0 + "/" + name] } ?? [])
+        self.persistentPath = stateDirectory.map { $0 + "/" + SimulatorFiles.persistentStateName(spec.identity) }
         self.events = events
+    }
+
+    /// Writes the device's flash and settings snapshot to its state file, atomically.
+    func persist(_ state: DevicePersistentState) {
+        guard let persistentPath else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(state) else { return }
+        write(data, to: persistentPath)
     }
 
     func publish(_ state: DeviceState) {
@@ -231,19 +248,22 @@ final class StatusReporter: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(state) else { return }
-        for path in paths {
-            let directory = (path as NSString).deletingLastPathComponent
-            let temporary = directory + "/." + (path as NSString).lastPathComponent + ".tmp"
-            do {
-                try FileIO.writeAtomically(path, Array(data), temporaryPath: temporary)
-            } catch {
-                let message = "cannot write status file \(path): \(error)"
-                let repeated = reported.withLock { reported -> Bool in
-                    defer { reported.lastError = message }
-                    return reported.lastError == message
-                }
-                if !repeated { events.failure(message) }
+        for path in paths { write(data, to: path) }
+    }
+
+    /// Temporary file + rename; a failure is reported once until the message changes.
+    private func write(_ data: Data, to path: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let temporary = directory + "/." + (path as NSString).lastPathComponent + ".tmp"
+        do {
+            try FileIO.writeAtomically(path, Array(data), temporaryPath: temporary)
+        } catch {
+            let message = "cannot write status file \(path): \(error)"
+            let repeated = reported.withLock { reported -> Bool in
+                defer { reported.lastError = message }
+                return reported.lastError == message
             }
+            if !repeated { events.failure(message) }
         }
     }
 }

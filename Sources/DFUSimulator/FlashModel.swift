@@ -122,6 +122,12 @@ public struct FlashModel: Sendable {
         }
     }
 
+    /// Loads `bytes` as the completed contents of the bank from offset 0 (after a power cycle: nothing queued).
+    public mutating func restore(bank bytes: [UInt8]) {
+        pending.removeAll()
+        bank = bytes
+    }
+
     private mutating func grow(to count: Int) {
         if bank.count < count { bank += [UInt8](repeating: 0xFF, count: count - bank.count) }
     }

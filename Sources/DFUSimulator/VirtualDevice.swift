@@ -23,6 +23,7 @@ public actor VirtualDevice {
     let sleep: @Sendable (Duration) async -> Void
     let makeServer: @Sendable (GATTDatabase, any ATTBearer, UInt16) -> GATTServer
     let statusSink: (@Sendable (DeviceState) async -> Void)?
+    let persistentSink: (@Sendable (DevicePersistentState) async -> Void)?
     let logger: Logger
     /// When the modelled link is free for the next PDU.
     var linkFreeAt: Duration = .zero
@@ -30,9 +31,13 @@ public actor VirtualDevice {
     /// - Parameters:
     ///   - clock: device time and the pacing delays run on it (a `ManualClock` in tests).
     ///   - statusSink: receives a snapshot after every control point write and link event.
+    ///   - restoring: flash and settings kept from an earlier run (`persistentState()`), loaded as after a power cycle.
+    ///   - persistentSink: receives `persistentState()` whenever `statusSink` receives a snapshot.
     public init<C: Clock<Duration>>(
         profile: DeviceProfile, faults: FaultPlan = .none, clock: C,
         statusSink: (@Sendable (DeviceState) async -> Void)? = nil,
+        restoring: DevicePersistentState? = nil,
+        persistentSink: (@Sendable (DevicePersistentState) async -> Void)? = nil,
         logger: Logger = Logger(label: "bledfu.simulator")
     ) {
         self.profile = profile
@@ -51,7 +56,38 @@ public actor VirtualDevice {
             GATTServer(database: database, bearer: bearer, maximumMTU: mtu, clock: clock)
         }
         self.statusSink = statusSink
+        self.persistentSink = persistentSink
         self.logger = logger
+        if let restoring {
+            bootloader.restore(installed: restoring.installed, settings: restoring.settings, bank: restoring.bank)
+            mode = Self.restoredMode(restoring)
+            buttonless.advertisingName = mode == .bootloader ? restoring.advertisingName : nil
+        }
+    }
+
+    /// What survives a power cycle: installed images, the settings page, the bank, the mode, the bootloader name.
+    public func persistentState() -> DevicePersistentState {
+        let flash = bootloader.persistentSnapshot
+        return DevicePersistentState(
+            mode: mode, installed: flash.installed, settings: flash.settings, bank: flash.bank,
+            advertisingName: mode == .bootloader ? buttonless.advertisingName : nil)
+    }
+
+    /// Loads `state` as after a power cycle (RAM state, the current object and the PRN target, starts afresh).
+    public func restore(_ state: DevicePersistentState) async {
+        load(state)
+        await publish()
+    }
+
+    private func load(_ state: DevicePersistentState) {
+        bootloader.restore(installed: state.installed, settings: state.settings, bank: state.bank)
+        mode = Self.restoredMode(state)
+        buttonless.advertisingName = mode == .bootloader ? state.advertisingName : nil
+    }
+
+    /// Without an application the device can only boot into the bootloader.
+    private static func restoredMode(_ state: DevicePersistentState) -> DeviceMode {
+        state.installed.application == nil ? .bootloader : state.mode
     }
 
     /// The address the device advertises in its current mode: the bootloader without bonds uses address + 1
@@ -125,6 +161,7 @@ public actor VirtualDevice {
 
     func publish() async {
         await statusSink?(state())
+        if let persistentSink { await persistentSink(persistentState()) }
     }
 
     // MARK: Called by the delegate

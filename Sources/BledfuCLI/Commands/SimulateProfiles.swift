@@ -105,8 +105,8 @@ enum SimulatorProfiles {
         [profile.address, profile.address.nordicBootloaderAddress]
     }
 
-    /// Restores what `--state-dir` saved for this device: the installed images (the update bank and bootloader
-    /// settings are not restorable through the simulator's API).
+    /// Restores the installed images from the state directory's copy of the status file (older state directories;
+    /// the flash and settings snapshot, `*.state.json`, is loaded when the device is made and takes precedence).
     static func restore(_ profile: inout DeviceProfile, from stateDirectory: String?) {
         guard let stateDirectory else { return }
         let path = stateDirectory + "/" + SimulatorFiles.stateName(profile.address)
@@ -122,6 +122,20 @@ enum SimulatorFiles {
     /// "C6-05-04-03-02-01.json": a device's status or state file, by identity address.
     static func stateName(_ address: BluetoothAddress) -> String {
         address.description.replacingOccurrences(of: ":", with: "-") + ".json"
+    }
+
+    /// "C6-05-04-03-02-01.state.json": a device's flash and bootloader settings (`--state-dir`).
+    static func persistentStateName(_ address: BluetoothAddress) -> String {
+        address.description.replacingOccurrences(of: ":", with: "-") + ".state.json"
+    }
+
+    /// The flash and settings `--state-dir` kept for the device with this identity (nil when absent or unreadable).
+    static func loadPersistentState(_ identity: BluetoothAddress, from stateDirectory: String)
+        -> DevicePersistentState?
+    {
+        let path = stateDirectory + "/" + persistentStateName(identity)
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode(DevicePersistentState.self, from: data)
     }
 }
 

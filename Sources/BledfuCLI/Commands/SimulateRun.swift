@@ -1,4 +1,5 @@
 import ArgumentParser
+import PlatformIO
 import BLECore
 import DFUSimulator
 import Dispatch
@@ -63,7 +64,9 @@ struct SimulateRun: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Keep each device's state here across simulator runs (installed images only).", valueName: "dir"))
+            "Keep each device's flash and bootloader settings here across simulator runs (installed images, "
+                + "stored init command, saved data progress and bank, mode): <address>.state.json.",
+            valueName: "dir"))
     var stateDir: String?
 
     func validate() throws {
@@ -89,7 +92,7 @@ struct SimulateRun: AsyncParsableCommand {
         }
         let events = SimulatorEvents(json: options.json)
         let host = SimulatorHost(radioDirectory: radioDirectory, events: events)
-        let signals = SignalWatch(signals: [SIGINT, SIGTERM]) { host.stop() }
+        let signals = SignalWatch(signals: [SIGINT, SIGTERM]) { _ in host.stop() }
         defer { signals.cancel() }
         let running: [SimulatorHost.Running]
         do {
@@ -172,27 +175,5 @@ struct SimulateRun: AsyncParsableCommand {
                 "\(option): '\(text)' is not a number up to \(max) (decimal or 0x hex)", exitCode: BledfuExit.usage)
         }
         return value
-    }
-}
-
-/// Turns SIGINT/SIGTERM into a callback (the default action, terminating at once, is replaced while it lives).
-final class SignalWatch {
-    private let sources: [any DispatchSourceSignal]
-    private let numbers: [Int32]
-
-    init(signals numbers: [Int32], handler: @escaping @Sendable () -> Void) {
-        self.numbers = numbers
-        self.sources = numbers.map { number in
-            _ = signal(number, SIG_IGN)  // dispatch still sees the signal; the process is no longer killed
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: handler)
-            source.resume()
-            return source
-        }
-    }
-
-    func cancel() {
-        for source in sources { source.cancel() }
-        for number in numbers { _ = signal(number, SIG_DFL) }
     }
 }
