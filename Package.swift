@@ -47,8 +47,10 @@ var targets: [Target] = [
             "BLECore",
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             log,
         ],
+        exclude: ["Proto"],  // dfu-cc*.proto; tools/generate-protobuf writes Generated/*.pb.swift from them
         swiftSettings: swiftSettings
     ),
     // Layer 6: Secure DFU wire protocol (control point messages, result codes), pure.
@@ -67,12 +69,23 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
+    // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
+    .target(
+        name: "Fleet",
+        dependencies: [
+            "BLECore", "DFUProtocol", "DFUPackage", "SecureDFU",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Yams", package: "Yams"),
+            log,
+        ],
+        swiftSettings: swiftSettings
+    ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
     .target(
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "SecureDFU", "DFUSimulator",
+            "SecureDFU", "DFUSimulator", "Fleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Yams", package: "Yams"),
             log,
@@ -82,6 +95,22 @@ var targets: [Target] = [
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
     // libFuzzer target for DFUPackage (tools/fuzz-package builds it with -sanitize=fuzzer -DFUZZING).
     .executableTarget(name: "FuzzPackage", dependencies: ["DFUPackage"], swiftSettings: swiftSettings),
+    // More libFuzzer targets (tools/fuzz builds each with -sanitize=fuzzer,address -DFUZZING; docs/reliability.md).
+    .executableTarget(name: "FuzzInitPacket", dependencies: ["DFUPackage"], swiftSettings: swiftSettings),
+    .executableTarget(name: "FuzzATT", dependencies: ["ATT"], swiftSettings: swiftSettings),
+    .executableTarget(name: "FuzzATTClient", dependencies: ["GATT", "ATT", "BLECore"], swiftSettings: swiftSettings),
+    .executableTarget(
+        name: "FuzzSecureDFU",
+        dependencies: ["SecureDFU", "DFUSimulator", "DFUProtocol", "DFUPackage", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(name: "FuzzPlan", dependencies: ["Fleet"], swiftSettings: swiftSettings),
+    // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
+    .executableTarget(
+        name: "FuzzFaultCampaign",
+        dependencies: ["SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
 
     // Tests.
     .testTarget(name: "BLECoreTests", dependencies: ["BLECore"], swiftSettings: swiftSettings),
@@ -113,9 +142,15 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "FleetTests",
+        dependencies: ["Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "BLECore", "SecureDFU", "DFUPackage",
+            "BledfuCLI", "bledfu", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "VirtualRadio", "Fleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings
@@ -152,6 +187,25 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: targets
 )
+
+// Micro-benchmarks (Benchmarks/, docs/benchmarks.md), only with BLEDFU_BENCHMARKS=1: package-benchmark and its
+// dependencies add minutes to a cold build. Run: BLEDFU_BENCHMARKS=1 swift package --scratch-path .build-bench benchmark
+if Context.environment["BLEDFU_BENCHMARKS"] == "1",
+    ["BLECore", "ATT", "SecureDFU"].allSatisfy({ name in package.targets.contains { $0.name == name } })
+{
+    package.dependencies.append(
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]))
+    package.targets.append(
+        .executableTarget(
+            name: "CoreBenchmarks",
+            dependencies: ["BLECore", "ATT", "SecureDFU", .product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/CoreBenchmarks",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ))
+}

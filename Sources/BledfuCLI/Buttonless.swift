@@ -132,8 +132,12 @@ extension FlashSession {
                 let remaining = ContinuousClock.now.duration(to: deadline)
                 for try await advertisement in adapter.scan(filter: ScanFilter(), duration: remaining) {
                     let name = advertisement.parsed.name
-                    if target.addresses.contains(advertisement.peer.address) || (target.name != nil && name == target.name) {
+                    let byName = target.name != nil && name == target.name
+                    if byName || target.addresses.contains(advertisement.peer.address) {
                         found = advertisement.peer
+                        progress.state(
+                            "found",
+                            ["address": advertisement.peer.address.description, "name": name ?? "", "by": byName ? "name" : "address"])
                         break
                     }
                 }
@@ -243,17 +247,49 @@ extension FlashSession {
         throw CLIError("the device keeps coming back in application mode", exitCode: FlashExit.bootloaderNotFound)
     }
 
-    /// Reconnects to the bootloader with backoff (0.5, 1, 2, 4, 8 s) for up to `--reconnect-attempts` attempts.
+    /// After a last Execute that went unacknowledged: finds the device at its bootloader or application address.
+    /// Returns nil when it runs its application (the Execute took effect: a bootloader with an unfinished update
+    /// stays in DFU mode), else the bootloader connection to resume on.
+    func confirmExecute(_ target: inout BootloaderTarget, appAddress: BluetoothAddress) async throws(CLIError) -> OpenConnection? {
+        await pause(seconds: settings.rebootDelay)
+        var either = target
+        if !either.addresses.contains(appAddress) { either.addresses.append(appAddress) }
+        let (connection, peer) = try await findAndConnect(either, exitCode: FlashExit.linkLost)
+        let mode: DFUMode
+        do {
+            mode = try await detectMode(connection)
+        } catch {
+            await connection.att.close()
+            throw error
+        }
+        if case .application = mode {
+            await connection.att.close()
+            return nil
+        }
+        target.addresses = [peer.address]
+        progress.state("bootloader", ["address": peer.address.description])
+        return connection
+    }
+
+    /// Connects to the bootloader again. After a lost link (`loss`) this is one disconnect episode of the
+    /// ``ReconnectPolicy``: up to `--reconnect-attempts` attempts with backoff (0.5, 1, 2, 4, 8 s); between parts
+    /// (`loss` nil) one attempt, which scans for up to `--scan-timeout`.
     func reconnect(_ target: inout BootloaderTarget, after loss: DFUEngineError?) async throws(CLIError) -> OpenConnection {
-        let delays = [0.5, 1, 2, 4, 8]
+        let policy = ReconnectPolicy(attempts: settings.reconnectAttempts)
         var last: CLIError?
-        for attempt in 0..<max(1, settings.reconnectAttempts) {
-            if stopRequested { throw CLIError("stopped; continue with: \(resumeHint)", exitCode: BledfuExit.interrupted) }
+        for attempt in 0..<(loss == nil ? 1 : policy.attempts) {
             if loss != nil {
-                await pause(seconds: delays[min(attempt, delays.count - 1)])
-                progress.state("reconnecting", ["attempt": attempt + 1])
+                let delay = policy.delay(beforeAttempt: attempt)
+                progress.state("reconnecting", ["attempt": attempt + 1, "of": policy.attempts, "delayMs": Int(delay / .milliseconds(1))])
+                // The backoff in slices, so that a Ctrl-C during it stops at once.
+                var waited = Duration.zero
+                while waited < delay, !stopRequested {
+                    await pause(seconds: 0.05)
+                    waited += .milliseconds(50)
+                }
                 progress.count(reconnect: true)
             }
+            if stopRequested { throw CLIError("stopped; continue with: \(resumeHint)", exitCode: BledfuExit.interrupted) }
             do {
                 return try await openBootloader(initial: nil, target: &target)
             } catch {

@@ -38,7 +38,15 @@ extension AddressType: ExpressibleByArgument {}
 func makeAdapter(_ options: GlobalOptions) throws -> any BLEAdapter {
     switch AdapterSpec(options.adapter) {
     case .virtual(let directory): return VirtualRadio(directory: directory)
-    case .bluez(let name): return BlueZAdapter(name: name)
+    case .bluez(let name):
+        // Link tuning (issue #5 item 2): say what the link got, or once what an unprivileged user loses.
+        return BlueZAdapter(name: name, linkReport: { report in
+            if report.shouldWarn {
+                Console.warning(LinkTuningReport.unprivilegedMessage)
+            } else if report.privileged {
+                Console.errorRaw("bledfu: link: \(report)")
+            }
+        })
     case nil: throw CLIError("bad --adapter '\(options.adapter)'", exitCode: BledfuExit.usage)
     }
 }

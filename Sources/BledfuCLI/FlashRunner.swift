@@ -45,8 +45,8 @@ enum FlashExit {
         case .remote: remoteError
         case .crcMismatch, .bytesLost, .gaveUp: verificationFailed
         case .timeout: timeout
-        case .disconnected, .transport: linkLost
-        case .cancelled: BledfuExit.interrupted
+        case .disconnected, .transport, .executeUnconfirmed: linkLost
+        case .cancelled, .stopped: BledfuExit.interrupted
         default: protocolError
         }
     }
@@ -94,8 +94,10 @@ actor FlashSession {
     var capture: BTSnoopWriter?
     /// Set by the first Ctrl-C: stop after the next executed object.
     private(set) var stopRequested = false
-    /// The link the engine uses now (closed at the safe point).
-    private var current: OpenConnection?
+    /// Between the first connection and the end of the last part: a Ctrl-C then stops at a safe point.
+    private var transferUnderWay = false
+    /// The engine driving the current part (asked to stop at the next safe point on Ctrl-C).
+    private var currentDriver: SecureDFUDriver<ContinuousClock>?
     private var runTask: Task<DFUJournal?, any Error>?
     var deviceAddress = ""
 
@@ -106,23 +108,21 @@ actor FlashSession {
     }
 
     /// The first Ctrl-C. Returns false when no transfer is under way (the caller then exits at once).
-    func interrupt() -> Bool {
+    func interrupt() async -> Bool {
         stopRequested = true
-        guard current != nil else { return false }
+        guard transferUnderWay else { return false }
         if settings.abortOnCancel {
             runTask?.cancel()
         } else {
             progress.message("stopping after the current object (Ctrl-C again to quit at once)")
+            await currentDriver?.requestStop()
         }
         return true
     }
 
-    /// The journal store saved an executed object: the safe point.
+    /// The journal store saved an executed object.
     func saved(_ journal: DFUJournal) async {
         progress.count(checkpoint: true)
-        if stopRequested, !settings.abortOnCancel, let current {
-            await current.att.close()
-        }
     }
 
     var resumeHint: String { "bledfu resume --device \(deviceAddress)" + (settings.adapter == "any" ? "" : " --adapter \(settings.adapter)") }
@@ -185,57 +185,81 @@ actor FlashSession {
         }
 
         var partIndex = min(journal.partIndex, parts.count - 1)
-        var lossesWithoutProgress = 0
+        var budget = ReconnectBudget(policy: ReconnectPolicy(attempts: settings.reconnectAttempts))
         var lastLoss: DFUEngineError?
+        var unconfirmed = false
+        transferUnderWay = true
+        defer { transferUnderWay = false }
         while partIndex < parts.count {
-            if connection == nil {
-                connection = try await reconnect(&bootloader, after: lastLoss)
-            }
-            guard let link = connection else { continue }
             let part = parts[partIndex]
-            let before = journal.executedOffset ?? -1
-            do {
-                let updated = try await runPart(part, index: partIndex, count: parts.count, link: link, journal: journal, store: store)
-                journal = updated ?? journal
-                progress.state("part-completed", ["part": partIndex + 1, "name": part.name])
-                partIndex += 1
-                lossesWithoutProgress = 0
-                lastLoss = nil
-                journal = DFUJournal(deviceAddress: deviceAddress, packageSHA256: sha, partIndex: partIndex)
-                if partIndex < parts.count { try? await store.save(journal) }
-                await link.att.close()
-                connection = nil
-                if partIndex < parts.count { await pause(seconds: settings.rebootDelay) }
-            } catch {
-                await link.att.close()
-                connection = nil
-                journal = (try? await store.load(deviceAddress: deviceAddress, packageSHA256: sha)) ?? journal
-                if stopRequested {
-                    if error.code == .cancelled {
-                        try? await store.remove(deviceAddress: deviceAddress, packageSHA256: sha)
-                        throw CLIError("aborted: the device discarded the upload", exitCode: BledfuExit.interrupted)
-                    }
-                    throw CLIError("stopped at a safe point; continue with: \(resumeHint)", exitCode: BledfuExit.interrupted)
+            var completed = false
+            if connection == nil, unconfirmed {
+                // The last Execute went unacknowledged: the device runs its application if it took effect.
+                unconfirmed = false
+                connection = try await confirmExecute(&bootloader, appAddress: peer.address)
+                if connection == nil {
+                    progress.message("\(part.name): the device restarted into its application: the last Execute took effect")
+                    completed = true
                 }
-                if partIndex < parts.count - 1, Self.isAlreadyPresent(error) {
-                    progress.message("\(part.name): \(error.reason); skipping to the next part")
-                    progress.count(skipped: true)
-                    partIndex += 1
-                    journal = DFUJournal(deviceAddress: deviceAddress, packageSHA256: sha, partIndex: partIndex)
+            }
+            if !completed {
+                if connection == nil { connection = try await reconnect(&bootloader, after: lastLoss) }
+                guard let link = connection else { continue }
+                let before = journal.executedOffset ?? -1
+                do {
+                    let updated = try await runPart(part, index: partIndex, count: parts.count, link: link, journal: journal, store: store)
+                    journal = updated ?? journal
+                    completed = true
+                    await link.att.close()
+                    connection = nil
+                } catch {
+                    await link.att.close()
+                    connection = nil
+                    journal = (try? await store.load(deviceAddress: deviceAddress, packageSHA256: sha)) ?? journal
+                    if stopRequested || error.code == .stopped {
+                        if error.code == .cancelled {
+                            try? await store.remove(deviceAddress: deviceAddress, packageSHA256: sha)
+                            throw CLIError("aborted: the device discarded the upload", exitCode: BledfuExit.interrupted)
+                        }
+                        throw CLIError("stopped at a safe point; continue with: \(resumeHint)", exitCode: BledfuExit.interrupted)
+                    }
+                    if partIndex < parts.count - 1, Self.isAlreadyPresent(error) {
+                        progress.message("\(part.name): \(error.reason); skipping to the next part")
+                        progress.count(skipped: true)
+                        partIndex += 1
+                        journal = DFUJournal(deviceAddress: deviceAddress, packageSHA256: sha, partIndex: partIndex)
+                        continue
+                    }
+                    guard [.disconnected, .timeout, .transport, .executeUnconfirmed].contains(error.code) else {
+                        throw CLIError("\(part.name): \(error.reason)", exitCode: FlashExit.code(for: error))
+                    }
+                    if error.code == .executeUnconfirmed {
+                        unconfirmed = true  // Not a loss: the next connection only looks where the device is.
+                        continue
+                    }
+                    lastLoss = error
+                    guard budget.linkLost(progressed: (journal.executedOffset ?? -1) > before) else {
+                        let why =
+                            settings.reconnectAttempts == 0
+                            ? "not reconnecting (--reconnect-attempts 0)"
+                            : "no progress after \(settings.reconnectAttempts) reconnect episodes"
+                        throw CLIError(
+                            "\(part.name): \(error.reason) (\(why)); continue later with: \(resumeHint)",
+                            exitCode: FlashExit.code(for: error))
+                    }
+                    progress.warning("\(part.name): \(error.reason); reconnecting")
                     continue
                 }
-                guard error.code == .disconnected || error.code == .timeout || error.code == .transport else {
-                    throw CLIError("\(part.name): \(error.reason)", exitCode: FlashExit.code(for: error))
-                }
-                lossesWithoutProgress = (journal.executedOffset ?? -1) > before ? 0 : lossesWithoutProgress + 1
-                lastLoss = error
-                guard lossesWithoutProgress <= settings.reconnectAttempts else {
-                    throw CLIError(
-                        "\(part.name): \(error.reason) (no progress after \(settings.reconnectAttempts) reconnects); "
-                            + "continue later with: \(resumeHint)", exitCode: FlashExit.code(for: error))
-                }
-                progress.warning("\(part.name): \(error.reason); reconnecting")
             }
+            progress.state("part-completed", ["part": partIndex + 1, "name": part.name])
+            partIndex += 1
+            budget = ReconnectBudget(policy: budget.policy)
+            lastLoss = nil
+            journal = DFUJournal(deviceAddress: deviceAddress, packageSHA256: sha, partIndex: partIndex)
+            if partIndex < parts.count { try? await store.save(journal) }
+            // The device resets into its bootloader or, after a system part, into the application (then jump).
+            if !bootloader.addresses.contains(peer.address) { bootloader.addresses.append(peer.address) }
+            if partIndex < parts.count { await pause(seconds: settings.rebootDelay) }
         }
         try? await store.remove(deviceAddress: deviceAddress, packageSHA256: sha)
         progress.state("completed", ["address": deviceAddress])
@@ -267,11 +291,13 @@ actor FlashSession {
         }
         progress.state("uploading", ["part": index + 1, "parts": count, "name": part.name, "bytes": part.image.count])
         progress.beginRun(part: index, baseBytes: journal.partIndex == index ? journal.executedOffset ?? 0 : 0)
-        current = link
+        currentDriver = driver
+        // A Ctrl-C that came while connecting: stop at the first safe point of this run.
+        if stopRequested, !settings.abortOnCancel { await driver.requestStop() }
         let task = Task { try await driver.run(part: part, partIndex: index, partCount: count, journal: journal) }
         runTask = task
         defer {
-            current = nil
+            currentDriver = nil
             runTask = nil
         }
         let result = await task.result

@@ -4,40 +4,48 @@ import Foundation
 import Logging
 import PlatformIO
 import Synchronization
-import VirtualRadio
 
-/// Runs virtual devices on a virtual radio directory (`bledfu simulate`): per device, an endpoint at the address
-/// it currently advertises, one connection at a time served by `VirtualDevice.serve`, re-advertising after each
-/// connection and moving the endpoint when the address changes (buttonless jump, end of an update).
+/// Runs virtual devices on a virtual radio directory or a BlueZ adapter (`bledfu simulate`): per device, an
+/// endpoint advertising the device's current advertisement, one connection at a time served by
+/// `VirtualDevice.serve`, re-advertising after each connection and moving to the new address when it changes
+/// (buttonless jump, end of an update).
 ///
-/// ``stop()`` may be called from any thread (a signal handler's queue): it closes every endpoint (removing its
-/// `.sock` and `.adv` files) and every open connection, which ends the device loops.
+/// ``stop()`` may be called from any thread (a signal handler's queue): it closes every endpoint (on a virtual radio
+/// removing its `.sock` and `.adv` files) and every open connection, which ends the device loops.
 final class SimulatorHost: Sendable {
     struct Running: Sendable {
         var device: VirtualDevice
         var spec: SimulatedDeviceSpec
         var reporter: StatusReporter
-        var endpoint: VirtualPeripheralEndpoint
+        var endpoint: any SimulatorEndpoint
     }
 
     private struct Shared {
         var stopping = false
-        var endpoints: [BluetoothAddress: VirtualPeripheralEndpoint] = [:]
+        var endpoints: [BluetoothAddress: any SimulatorEndpoint] = [:]
         var connections: [BluetoothAddress: SocketBearer] = [:]
     }
 
-    let radioDirectory: String
+    /// Where the devices are served, for messages ("virtual:/tmp/radio", "hci1").
+    let place: String
     let events: SimulatorEvents
+    private let makeEndpoint: @Sendable () throws(CLIError) -> any SimulatorEndpoint
     private let shared = Mutex(Shared())
 
-    init(radioDirectory: String, events: SimulatorEvents) {
-        self.radioDirectory = radioDirectory
+    /// Devices on a virtual radio directory.
+    convenience init(radioDirectory: String, events: SimulatorEvents) {
+        self.init(place: "virtual:" + radioDirectory, events: events) { VirtualSimulatorEndpoint(radioDirectory: radioDirectory) }
+    }
+
+    init(place: String, events: SimulatorEvents, makeEndpoint: @escaping @Sendable () throws(CLIError) -> any SimulatorEndpoint) {
+        self.place = place
         self.events = events
+        self.makeEndpoint = makeEndpoint
     }
 
     var isStopping: Bool { shared.withLock { $0.stopping } }
 
-    /// Makes the devices and their first endpoints; throws (and closes what it opened) when one cannot listen.
+    /// Makes the devices and their first endpoints; throws (and closes what it opened) when one cannot advertise.
     func start(_ specs: [SimulatedDeviceSpec], statusDirectory: String, stateDirectory: String?) async throws
         -> [Running]
     {
@@ -58,11 +66,15 @@ final class SimulatorHost: Sendable {
                     logger: Logger(label: "bledfu.simulator.\(spec.profile.name)"))
                 if stateDirectory != nil { reporter.persist(await device.persistentState()) }
                 reporter.publish(await device.state())
-                let endpoint = try openEndpoint(await device.currentAdvertisement, identity: spec.identity)
+                let endpoint = try register(try makeEndpoint(), identity: spec.identity)
+                let advertisement = await device.currentAdvertisement
+                try await endpoint.advertise(advertisement)
+                emitAdvertising(advertisement)
                 running.append(Running(device: device, spec: spec, reporter: reporter, endpoint: endpoint))
             }
         } catch {
-            stop()
+            // Not `stop()`: the caller tells a failed start from a signal by `isStopping`.
+            closeAll(stopping: false)
             throw error
         }
         return running
@@ -87,8 +99,12 @@ final class SimulatorHost: Sendable {
 
     /// Closes every endpoint and connection (idempotent).
     func stop() {
+        closeAll(stopping: true)
+    }
+
+    private func closeAll(stopping: Bool) {
         let (endpoints, connections) = shared.withLock { state in
-            state.stopping = true
+            if stopping { state.stopping = true }
             defer {
                 state.endpoints = [:]
                 state.connections = [:]
@@ -102,33 +118,38 @@ final class SimulatorHost: Sendable {
     // MARK: One device
 
     private func serve(_ running: Running) async -> CLIError? {
+        let result = await serveConnections(running)
+        await running.endpoint.shutdown()
+        return result
+    }
+
+    private func serveConnections(_ running: Running) async -> CLIError? {
         let device = running.device
-        let identity = running.spec.identity
-        var endpoint = running.endpoint
-        defer { endpoint.close() }
+        let endpoint = running.endpoint
+        var advertised = await device.currentAdvertisement.peer.address
+        var first = true
         while !isStopping {
             let advertisement = await device.currentAdvertisement
-            if advertisement.peer.address != endpoint.peer.address {
-                endpoint.close()
-                do {
-                    endpoint = try openEndpoint(advertisement, identity: identity)
+            if !first {
+                do throws(CLIError) {
+                    try await endpoint.advertise(advertisement)
                 } catch {
                     return isStopping ? nil : error
                 }
-            } else {
-                do throws(AdapterError) {
-                    try endpoint.updateAdvertisement(advertisement)
-                } catch {
-                    return CLIError(error)
+                if advertisement.peer.address != advertised {
+                    advertised = advertisement.peer.address
+                    emitAdvertising(advertisement)
                 }
             }
+            first = false
             let bearer: SocketBearer
             do {
-                bearer = try await endpoint.acceptSocket()
+                bearer = try await endpoint.accept()
             } catch {
                 if isStopping || error.code == .closed { return nil }
                 return CLIError("\(running.spec.profile.name): accept failed: \(error)", exitCode: BledfuExit.failure)
             }
+            let identity = running.spec.identity
             let admitted = shared.withLock { state -> Bool in
                 guard !state.stopping else { return false }
                 state.connections[identity] = bearer
@@ -140,23 +161,17 @@ final class SimulatorHost: Sendable {
             }
             events.emit("connected", device: running.spec, address: advertisement.peer.address)
             await device.serve(bearer)
-            await bearer.close()
+            await endpoint.linkEnded(bearer)
             _ = shared.withLock { $0.connections.removeValue(forKey: identity) }
             events.emit("disconnected", device: running.spec, address: advertisement.peer.address)
         }
         return nil
     }
 
-    /// Opens the endpoint for `advertisement` and registers it for ``stop()``.
-    private func openEndpoint(_ advertisement: Advertisement, identity: BluetoothAddress) throws(CLIError)
-        -> VirtualPeripheralEndpoint
+    /// Registers `endpoint` for ``stop()``; closes it and throws when stopping already.
+    private func register(_ endpoint: any SimulatorEndpoint, identity: BluetoothAddress) throws(CLIError)
+        -> any SimulatorEndpoint
     {
-        let endpoint: VirtualPeripheralEndpoint
-        do {
-            endpoint = try VirtualPeripheralEndpoint(radio: radioDirectory, advertisement: advertisement)
-        } catch {
-            throw CLIError(error)
-        }
         let registered = shared.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.endpoints[identity] = endpoint
@@ -166,10 +181,12 @@ final class SimulatorHost: Sendable {
             endpoint.close()
             throw CLIError("stopping", exitCode: BledfuExit.success)
         }
-        events.emit(
-            "advertising", device: nil, address: advertisement.peer.address,
-            name: advertisement.parsed.name ?? "")
         return endpoint
+    }
+
+    private func emitAdvertising(_ advertisement: Advertisement) {
+        events.emit(
+            "advertising", device: nil, address: advertisement.peer.address, name: advertisement.parsed.name ?? "")
     }
 
     private func makeDirectory(_ path: String) throws(CLIError) {

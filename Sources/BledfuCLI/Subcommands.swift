@@ -9,5 +9,7 @@ extension BledfuCommand {
         SimulateCommand.self,
         FlashCommand.self,
         ResumeCommand.self,
+        BatchCommand.self,
+        BenchCommand.self,
     ]
 }

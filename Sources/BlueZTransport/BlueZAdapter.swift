@@ -9,11 +9,21 @@ public struct BlueZAdapter: BLEAdapter {
     public let adapterName: String?
     /// Active scanning (scan requests) gets the scan response data too.
     public var activeScan: Bool
+    /// Asked of every new connection (short interval, 2M PHY, long packets); nil leaves the link as the kernel made it.
+    public var linkTuning: LinkTuningRequest?
+    /// Receives what each tuned link got (docs/vm-test.md); `shouldWarn` is set once per process when it lacks
+    /// CAP_NET_RAW.
+    public var linkReport: (@Sendable (LinkTuningReport) -> Void)?
     private let logger: Logger
 
-    public init(name: String? = nil, activeScan: Bool = true, logger: Logger = Logger(label: "bledfu.bluez")) {
+    public init(
+        name: String? = nil, activeScan: Bool = true, linkTuning: LinkTuningRequest? = LinkTuningRequest(),
+        linkReport: (@Sendable (LinkTuningReport) -> Void)? = nil, logger: Logger = Logger(label: "bledfu.bluez")
+    ) {
         self.adapterName = name
         self.activeScan = activeScan
+        self.linkTuning = linkTuning
+        self.linkReport = linkReport
         self.logger = logger
     }
 
@@ -32,8 +42,17 @@ public struct BlueZAdapter: BLEAdapter {
     public func connect(to peer: PeerAddress, options: ConnectOptions) async throws(AdapterError) -> any ATTBearer {
         var source: BlueZAdapterInfo?
         if adapterName != nil { source = try resolve() }
+        await ScanActivity.shared.waitIdle()
         let connection = try await L2CAPConnector.connect(
             source: source?.address, adapterName: source?.name ?? name, to: peer, options: options, logger: logger)
+        if let request = linkTuning, let handle = connection.linkInfo.connectionHandle,
+            let adapter = source ?? (try? AdapterLookup.list().filter(\.isUp)).flatMap({ $0.count == 1 ? $0[0] : nil })
+        {
+            var report = await LinkTuner.tune(
+                adapter: adapter, handle: handle, socket: connection.socket, request: request, logger: logger)
+            report.shouldWarn = !report.privileged && LinkTuningWarnings.process.claim()
+            linkReport?(report)
+        }
         return SocketBearer(descriptor: connection.socket, linkInfo: connection.linkInfo, logger: logger)
     }
 
@@ -41,7 +60,9 @@ public struct BlueZAdapter: BLEAdapter {
         let (stream, continuation) = AsyncThrowingStream<Advertisement, any Error>.makeStream()
         let adapterName = adapterName
         let active = activeScan
+        ScanActivity.shared.begin()
         let task = Task {
+            defer { ScanActivity.shared.end() }
             do throws(AdapterError) {
                 let adapter = try AdapterLookup.resolve(adapterName)
                 try await HCIScanner(adapter: adapter, active: active).run(filter: filter, duration: duration) {

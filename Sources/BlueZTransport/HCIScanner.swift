@@ -119,7 +119,7 @@ public struct HCIScanner: Sendable {
         throw refused(extended)
     }
 
-    /// Best effort: sends the disable command; waits for its answer only when the task is not cancelled.
+    /// Best effort: sends the disable command and waits (at most `commandTimeout`) for its answer.
     func stop(_ fd: SocketDescriptor, mode: Mode) async {
         let disable: HCICommand
         switch mode {
@@ -127,11 +127,10 @@ public struct HCIScanner: Sendable {
         case .extended: disable = .leSetExtendedScanEnable(false)
         case .listenOnly: return
         }
-        if Task.isCancelled {
-            _ = try? fd.send(disable.packet)
-        } else {
-            _ = try? await command(disable, on: fd)
-        }
+        // Wait for the answer even when cancelled (in a task that is not): the kernel updates its scan state from
+        // it, and a connect that starts before would find the controller disagreeing (docs/vm-test.md).
+        let scanner = self
+        await Task { _ = try? await scanner.command(disable, on: fd) }.value
     }
 
     /// Sends one command and reads events until its Command Complete / Command Status arrives.

@@ -1,4 +1,7 @@
-/// `dfu.InitCommand` (pc-nrfutil `dfu-cc.proto`, proto2). Every field is optional.
+import Foundation
+
+/// `dfu.InitCommand` (pc-nrfutil `dfu-cc.proto`, proto2; the generated `Dfu_InitCommand` decodes and encodes it).
+/// Every field is optional.
 ///
 /// Wire layout (field number, wire type):
 /// ```
@@ -14,7 +17,7 @@
 /// 10 boot_validation  repeated message { 1 type varint, 2 bytes bytes }
 /// ```
 /// Example (nrfutil, unsigned application, 16-byte image shown shortened):
-/// `08 01 10 34 1a 01 b7 20 00 28 00 30 00 38 90 94 03 42 24 08 03 12 20 <32 bytes> 48 00 52 04 08 01 12 00`
+/// `08 01 10 34 1a 02 b7 01 20 00 28 00 30 00 38 90 94 03 42 24 08 03 12 20 <32 bytes> 48 00 52 04 08 01 12 00`
 /// = fw 1, hw 52, sd_req [0xB7], APPLICATION, sd 0, bl 0, app 51728, SHA256, not debug, [CRC].
 ///
 /// ``encode()`` writes every non-nil field in field-number order, as nrfutil does.
@@ -47,99 +50,88 @@ public struct InitCommand: Hashable, Sendable {
         self.bootValidation = bootValidation
     }
 
-    /// Decodes serialized `InitCommand` bytes. Unknown fields are skipped.
+    /// Decodes serialized `InitCommand` bytes with the generated `Dfu_InitCommand`. Unknown fields are skipped; enum
+    /// values newer than the schema are kept; `Hash` needs both fields and `BootValidation` its type.
     public init(decoding bytes: ArraySlice<UInt8>) throws(PackageError) {
-        self.init()
-        let ctx = "InitCommand"
-        var reader = ProtobufReader(bytes, context: ctx)
-        while let field = try reader.next() {
-            switch field.number {
-            case 1: fwVersion = try field.uint32(ctx)
-            case 2: hwVersion = try field.uint32(ctx)
-            case 3:
-                if field.wireType == .lengthDelimited {
-                    var packed = ProtobufReader(field.payload, context: "InitCommand.sd_req")
-                    while !packed.isAtEnd { sdReq.append(UInt32(truncatingIfNeeded: try packed.readVarint())) }
-                } else {
-                    sdReq.append(try field.uint32(ctx))
-                }
-            case 4: type = FirmwareType(rawValue: try field.uint32(ctx))
-            case 5: sdSize = try field.uint32(ctx)
-            case 6: blSize = try field.uint32(ctx)
-            case 7: appSize = try field.uint32(ctx)
-            case 8: hash = try Self.decodeHash(try field.bytes(ctx))
-            case 9: isDebug = try field.uint32(ctx) != 0
-            case 10: bootValidation.append(try Self.decodeBootValidation(try field.bytes(ctx)))
-            default: continue
-            }
-        }
+        try self.init(decoding: Array(bytes))
     }
 
     public init(decoding bytes: [UInt8]) throws(PackageError) {
-        try self.init(decoding: bytes[...])
+        let message = try Protobuf.decode(Dfu_InitCommand.self, bytes, "InitCommand")
+        let unknown = try Protobuf.unknownEnums(message.unknownFields, "InitCommand")
+        self.init(
+            fwVersion: message.hasFwVersion ? message.fwVersion : nil,
+            hwVersion: message.hasHwVersion ? message.hwVersion : nil,
+            sdReq: message.sdReq,
+            type: message.hasType ? FirmwareType(rawValue: UInt32(message.type.rawValue)) : unknown.hasField4 ? FirmwareType(rawValue: unknown.field4) : nil,
+            sdSize: message.hasSdSize ? message.sdSize : nil,
+            blSize: message.hasBlSize ? message.blSize : nil,
+            appSize: message.hasAppSize ? message.appSize : nil,
+            hash: message.hasHash ? try Self.hash(message.hash) : nil,
+            isDebug: message.hasIsDebug ? message.isDebug : nil)
+        for validation in message.bootValidation {
+            bootValidation.append(try Self.bootValidation(validation))
+        }
     }
 
-    private static func decodeHash(_ bytes: ArraySlice<UInt8>) throws(PackageError) -> ImageHash {
+    private static func hash(_ message: Dfu_Hash) throws(PackageError) -> ImageHash {
         let ctx = "InitCommand.hash"
-        var reader = ProtobufReader(bytes, context: ctx)
-        var type: HashType?
-        var digest: [UInt8]?
-        while let field = try reader.next() {
-            switch field.number {
-            case 1: type = HashType(rawValue: try field.uint32(ctx))
-            case 2: digest = Array(try field.bytes(ctx))
-            default: continue
-            }
-        }
-        guard let type, let digest else {
+        let unknown = try Protobuf.unknownEnums(message.unknownFields, ctx)
+        let type: HashType? =
+            message.hasHashType ? HashType(rawValue: UInt32(message.hashType.rawValue))
+            : unknown.hasField1 ? HashType(rawValue: unknown.field1) : nil
+        guard let type, message.hasHash else {
             throw PackageError(.invalidInitPacket, "\(ctx): required field \(type == nil ? "hash_type" : "hash") missing")
         }
-        return ImageHash(type: type, bytes: digest)
+        return ImageHash(type: type, bytes: Array(message.hash))
     }
 
-    private static func decodeBootValidation(_ bytes: ArraySlice<UInt8>) throws(PackageError) -> BootValidation {
+    private static func bootValidation(_ message: Dfu_BootValidation) throws(PackageError) -> BootValidation {
         let ctx = "InitCommand.boot_validation"
-        var reader = ProtobufReader(bytes, context: ctx)
-        var type: ValidationType?
-        var payload: [UInt8] = []
-        while let field = try reader.next() {
-            switch field.number {
-            case 1: type = ValidationType(rawValue: try field.uint32(ctx))
-            case 2: payload = Array(try field.bytes(ctx))
-            default: continue
-            }
-        }
+        let unknown = try Protobuf.unknownEnums(message.unknownFields, ctx)
+        let type: ValidationType? =
+            message.hasType ? ValidationType(rawValue: UInt32(message.type.rawValue))
+            : unknown.hasField1 ? ValidationType(rawValue: unknown.field1) : nil
         guard let type else { throw PackageError(.invalidInitPacket, "\(ctx): required field type missing") }
-        return BootValidation(type: type, bytes: payload)
+        return BootValidation(type: type, bytes: Array(message.bytes))
     }
 
-    /// Serializes the command: every non-nil field, in field-number order, zeros included; sd_req packed.
+    /// Serializes the command with the generated `Dfu_InitCommand`: every non-nil field in field-number order, zeros
+    /// included, sd_req packed (nrfutil's bytes). An enum value the schema does not know is written after the known
+    /// fields, as protobuf writes unknown fields.
     public func encode() -> [UInt8] {
-        var w = ProtobufWriter()
-        if let fwVersion { w.writeVarint(field: 1, UInt64(fwVersion)) }
-        if let hwVersion { w.writeVarint(field: 2, UInt64(hwVersion)) }
-        if !sdReq.isEmpty {
-            var packed = ProtobufWriter()
-            for value in sdReq { packed.writeVarint(UInt64(value)) }
-            w.writeBytes(field: 3, packed.bytes)
+        Protobuf.encode(message)
+    }
+
+    /// The generated message for this command.
+    var message: Dfu_InitCommand {
+        var m = Dfu_InitCommand()
+        if let fwVersion { m.fwVersion = fwVersion }
+        if let hwVersion { m.hwVersion = hwVersion }
+        m.sdReq = sdReq
+        if let type {
+            if let known = Dfu_FwType(rawValue: Int(type.rawValue)) { m.type = known } else { Protobuf.setUnknownEnum(&m, field: 4, type.rawValue) }
         }
-        if let type { w.writeVarint(field: 4, UInt64(type.rawValue)) }
-        if let sdSize { w.writeVarint(field: 5, UInt64(sdSize)) }
-        if let blSize { w.writeVarint(field: 6, UInt64(blSize)) }
-        if let appSize { w.writeVarint(field: 7, UInt64(appSize)) }
+        if let sdSize { m.sdSize = sdSize }
+        if let blSize { m.blSize = blSize }
+        if let appSize { m.appSize = appSize }
         if let hash {
-            var h = ProtobufWriter()
-            h.writeVarint(field: 1, UInt64(hash.type.rawValue))
-            h.writeBytes(field: 2, hash.bytes)
-            w.writeBytes(field: 8, h.bytes)
+            var h = Dfu_Hash()
+            if let known = Dfu_HashType(rawValue: Int(hash.type.rawValue)) { h.hashType = known } else { Protobuf.setUnknownEnum(&h, field: 1, hash.type.rawValue) }
+            h.hash = Data(hash.bytes)
+            m.hash = h
         }
-        if let isDebug { w.writeVarint(field: 9, isDebug ? 1 : 0) }
-        for validation in bootValidation {
-            var v = ProtobufWriter()
-            v.writeVarint(field: 1, UInt64(validation.type.rawValue))
-            v.writeBytes(field: 2, validation.bytes)
-            w.writeBytes(field: 10, v.bytes)
+        if let isDebug { m.isDebug = isDebug }
+        m.bootValidation = bootValidation.map { validation in
+            var v = Dfu_BootValidation()
+            if let known = Dfu_ValidationType(rawValue: Int(validation.type.rawValue)) {
+                v.type = known
+            } else {
+                Protobuf.setUnknownEnum(&v, field: 1, validation.type.rawValue)
+            }
+            v.bytes = Data(validation.bytes)
+            return v
         }
-        return w.bytes
+        return m
     }
 }

@@ -1,4 +1,5 @@
 import BLECore
+import Crypto
 
 /// A Legacy DFU init packet (nRF5 SDK ≤ 11 `.dat`), all integers little-endian.
 ///
@@ -87,5 +88,95 @@ public struct LegacyInitPacket: Hashable, Sendable {
         } catch {
             throw PackageError(.invalidInitPacket, "legacy init packet: \(error)")
         }
+    }
+}
+
+extension LegacyInitPacket {
+    /// A packet for `image` in one of nrfutil 0.5's `--dfu-ver` layouts (not ``Layout/crcOnly``): 0.5 and 0.6 carry
+    /// the image's CRC-16, 0.7 and 0.8 its length and plain-order SHA-256; 0.8 is signed with
+    /// ``signed(with:)``. The signature starts as 64 zero bytes.
+    public init(
+        layout: Layout, deviceType: UInt16, deviceRevision: UInt16, applicationVersion: UInt32, softdeviceReq: [UInt16],
+        image: [UInt8]
+    ) {
+        self.layout = layout
+        self.deviceType = deviceType
+        self.deviceRevision = deviceRevision
+        self.applicationVersion = applicationVersion
+        self.softdeviceReq = softdeviceReq
+        self.signedBytes = []
+        switch layout {
+        case .crcOnly, .v05:
+            crc16 = CRC16.ccittFalse(image)
+        case .v06:
+            extPacketID = 0
+            crc16 = CRC16.ccittFalse(image)
+        case .v07, .v08:
+            extPacketID = layout == .v07 ? 1 : 2
+            firmwareLength = UInt32(clamping: image.count)
+            sha256 = Array(SHA256.hash(data: image))
+            if layout == .v08 { signature = [UInt8](repeating: 0, count: 64) }
+        }
+        if layout == .v08 { signedBytes = Array(encode().dropLast(64)) }
+    }
+
+    /// The 0.8 packet with an ECDSA P-256/SHA-256 signature (plain big-endian r‖s) over ``signedBytes``.
+    public func signed(with key: P256.Signing.PrivateKey) throws(PackageError) -> LegacyInitPacket {
+        guard layout == .v08 else { return self }
+        var packet = self
+        do {
+            packet.signature = Array(try key.signature(for: signedBytes).rawRepresentation)
+        } catch {
+            throw PackageError(.invalidKey, "signing failed: \(error)")
+        }
+        return packet
+    }
+
+    /// The `.dat` bytes (the layout in the type's documentation).
+    public func encode() -> [UInt8] {
+        var w = ByteWriter()
+        if layout == .crcOnly {
+            w.write(crc16 ?? 0)
+            return w.bytes
+        }
+        w.write(deviceType ?? 0xFFFF)
+        w.write(deviceRevision ?? 0xFFFF)
+        w.write(applicationVersion ?? 0xFFFF_FFFF)
+        w.write(UInt16(clamping: softdeviceReq.count))
+        for value in softdeviceReq.prefix(Int(UInt16.max)) { w.write(value) }
+        switch layout {
+        case .crcOnly, .v05:
+            w.write(crc16 ?? 0)
+        case .v06:
+            w.write(UInt32(0))
+            w.write(crc16 ?? 0)
+        case .v07, .v08:
+            w.write(UInt32(layout == .v07 ? 1 : 2))
+            w.write(firmwareLength ?? 0)
+            w.write(contentsOf: (sha256 ?? []) + [UInt8](repeating: 0, count: max(0, 32 - (sha256?.count ?? 0))))
+            if layout == .v08 { w.write(contentsOf: signature ?? [UInt8](repeating: 0, count: 64)) }
+        }
+        return w.bytes
+    }
+}
+
+extension LegacyInitPacket.Layout {
+    /// nrfutil 0.5's `--dfu-ver` value for this layout (nil for the SDK 6 CRC-only packet).
+    public var dfuVersion: Double? {
+        switch self {
+        case .crcOnly: nil
+        case .v05: 0.5
+        case .v06: 0.6
+        case .v07: 0.7
+        case .v08: 0.8
+        }
+    }
+
+    /// The layout nrfutil 0.5 writes for `--dfu-ver` 0.5 … 0.8, nil for other values.
+    public init?(dfuVersion: Double) {
+        guard let layout = [Self.v05, .v06, .v07, .v08].first(where: { abs(($0.dfuVersion ?? 0) - dfuVersion) < 1e-9 }) else {
+            return nil
+        }
+        self = layout
     }
 }

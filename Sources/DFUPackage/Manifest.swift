@@ -129,15 +129,22 @@ public struct Manifest: Hashable, Sendable {
         return part
     }
 
-    /// nrfutil's manifest.json text (Secure): sorted keys, 4-space indent, sizes of SD+BL in
-    /// `info_read_only_metadata`, no trailing newline.
+    /// nrfutil's manifest.json text: sorted keys, 4-space indent, no trailing newline. Secure: SD+BL sizes in
+    /// `info_read_only_metadata`. Legacy (``dfuVersion`` set, nrfutil 0.5): `dfu_version`, SD+BL sizes directly in the
+    /// part, and each part's `init_packet_data`.
     public func encoded() -> [UInt8] {
         var body: [String: JSONValue] = [:]
         for part in parts {
             var object: [String: JSONValue] = ["bin_file": .string(part.binFile), "dat_file": .string(part.datFile)]
             if let sd = part.sdSize, let bl = part.blSize {
-                object["info_read_only_metadata"] = .object(["bl_size": .number(Double(bl)), "sd_size": .number(Double(sd))])
+                if dfuVersion == nil {
+                    object["info_read_only_metadata"] = .object(["bl_size": .number(Double(bl)), "sd_size": .number(Double(sd))])
+                } else {
+                    object["bl_size"] = .number(Double(bl))
+                    object["sd_size"] = .number(Double(sd))
+                }
             }
+            if let data = part.initPacketData { object["init_packet_data"] = data }
             body[part.kind.rawValue] = .object(object)
         }
         if let dfuVersion { body["dfu_version"] = .number(dfuVersion) }

@@ -57,6 +57,8 @@ public struct PackageBuilder {
     public var appBootValidation: ValidationType = .crc
     public var sdBootValidation: ValidationType = .crc
     public var signingKey: P256.Signing.PrivateKey?
+    /// Set for a Legacy DFU package (nrfutil 0.5 `dfu genpkg`, see `PackageBuilder+Legacy.swift`); nil for Secure.
+    public var legacy: LegacyOptions?
 
     public init() {}
 
@@ -91,6 +93,7 @@ public struct PackageBuilder {
         if application != nil, bootloader != nil, softdevice == nil {
             throw PackageError(.invalidInput, "bootloader and application without a SoftDevice: use two packages")
         }
+        if let legacy { return try legacyFiles(legacy) }
         if externalApplication, bootloader != nil || softdevice != nil {
             throw PackageError(.invalidInput, "an external application is packaged alone")
         }

@@ -51,6 +51,9 @@ public struct PartVerification: Hashable, Sendable {
     public var kind: PartKind
     public var hash: HashStatus
     public var signature: SignatureStatus
+    /// One status per `VALIDATE_ECDSA_P256_SHA256` boot validation entry (in init-command order): the signature the
+    /// bootloader checks over the image at every boot. Empty when the part has none.
+    public var bootSignatures: [SignatureStatus] = []
     /// Each failed check: "application: init packet hash does not match app.bin (SHA-256 …)".
     public var errors: [PackageError]
     public var warnings: [String]
@@ -112,6 +115,7 @@ public enum PackageVerifier {
             result.warnings.append("\(part.kind): init packet has no hash")
         }
         checkSizes(part, command, length: length, into: &result)
+        checkBootValidation(part, command, keys: keys, into: &result)
         switch packet.signature {
         case nil:
             result.signature = .unsigned
@@ -129,6 +133,36 @@ public enum PackageVerifier {
             } else {
                 result.signature = .invalid
                 fail(&result, .signatureInvalid, "init packet signature does not verify with any given key")
+            }
+        }
+    }
+
+    /// ECDSA boot validation: a 64-byte signature in nrfutil's stored order (r and s each byte-reversed) over the
+    /// image, or for SD+BL over the part it belongs to: the SoftDevice (the first `sd_size` bytes) for the first
+    /// entry, the bootloader (the rest) for the second. Checked when keys are given.
+    private static func checkBootValidation(
+        _ part: PackagePart, _ command: InitCommand, keys: [P256.Signing.PublicKey], into result: inout PartVerification
+    ) {
+        for (index, validation) in command.bootValidation.enumerated() where validation.type == .ecdsaP256Sha256 {
+            let field = "boot_validation[\(index)] VALIDATE_ECDSA_P256_SHA256"
+            var covered = part.image[...]
+            var what = part.binFile
+            if (command.type ?? part.kind.firmwareType) == .softdeviceBootloader, let sdSize = command.sdSize, Int(sdSize) <= part.image.count {
+                covered = index == 0 ? part.image.prefix(Int(sdSize)) : part.image.dropFirst(Int(sdSize))
+                what = index == 0 ? "the SoftDevice part of \(part.binFile)" : "the bootloader part of \(part.binFile)"
+            }
+            guard validation.bytes.count == 64 else {
+                result.bootSignatures.append(.invalid)
+                fail(&result, .signatureInvalid, "\(field) signature is \(validation.bytes.count) bytes, expected 64")
+                continue
+            }
+            if keys.isEmpty {
+                result.bootSignatures.append(.noKeyGiven)
+            } else if let key = keys.firstIndex(where: { NordicSignature.isValid(stored: validation.bytes, over: Array(covered), key: $0) }) {
+                result.bootSignatures.append(.valid(keyIndex: key))
+            } else {
+                result.bootSignatures.append(.invalid)
+                fail(&result, .signatureInvalid, "\(field) signature does not verify over \(what) with any given key")
             }
         }
     }

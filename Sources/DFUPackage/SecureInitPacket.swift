@@ -1,3 +1,5 @@
+import Foundation
+
 /// A Secure DFU init packet (`.dat`): a serialized `dfu.Packet` carrying an INIT command.
 ///
 /// Wire layout:
@@ -27,54 +29,34 @@ public struct SecureInitPacket: Hashable, Sendable {
     public static let ecdsaP256Sha256: UInt32 = 0
 
     /// Decodes a `.dat` file. Throws `.invalidInitPacket` when it is not a `dfu.Packet` with an INIT command.
+    ///
+    /// The envelope is read with the generated views of `dfu-cc-views.proto`, which see `Command` and `InitCommand`
+    /// as `bytes`: ``initCommandBytes`` are the stored bytes, never a re-serialization. The InitCommand itself is
+    /// decoded by the generated `Dfu_InitCommand`.
     public init(decoding bytes: [UInt8]) throws(PackageError) {
         guard !bytes.isEmpty else { throw PackageError(.invalidInitPacket, "init packet is empty") }
-        var packet = ProtobufReader(bytes[...], context: "Packet")
-        var commandBytes: ArraySlice<UInt8>?
-        var signatureType: UInt32?
-        var signature: [UInt8]?
-        var signedSeen = false
-        while let field = try packet.next() {
-            switch field.number {
-            case 1: commandBytes = try field.bytes("Packet")
-            case 2:
-                signedSeen = true
-                var signed = ProtobufReader(try field.bytes("Packet"), context: "SignedCommand")
-                while let inner = try signed.next() {
-                    switch inner.number {
-                    case 1: commandBytes = try inner.bytes("SignedCommand")
-                    case 2: signatureType = try inner.uint32("SignedCommand")
-                    case 3: signature = Array(try inner.bytes("SignedCommand"))
-                    default: continue
-                    }
-                }
-            default: continue
-            }
-        }
-        guard let commandBytes else {
+        let packet = try Protobuf.decode(Dfu_PacketView.self, bytes, "Packet")
+        let commandBytes: Data
+        if packet.hasSignedCommand {
+            let signed = packet.signedCommand
+            guard signed.hasCommand else { throw PackageError(.invalidInitPacket, "signed init packet has no command") }
+            guard signed.hasSignature else { throw PackageError(.invalidInitPacket, "signed init packet has no signature") }
+            commandBytes = signed.command
+            signature = Array(signed.signature)
+            signatureType = signed.hasSignatureType ? signed.signatureType : Self.ecdsaP256Sha256
+        } else if packet.hasCommand {
+            commandBytes = packet.command
+        } else {
             throw PackageError(.invalidInitPacket, "init packet has no command (not a dfu.Packet)")
         }
-        if signedSeen {
-            guard let signature else { throw PackageError(.invalidInitPacket, "signed init packet has no signature") }
-            self.signature = signature
-            self.signatureType = signatureType ?? Self.ecdsaP256Sha256
+        let command = try Protobuf.decode(Dfu_CommandView.self, commandBytes, "Command")
+        guard command.hasOpCode, command.opCode == 1 else {
+            throw PackageError(
+                .invalidInitPacket, "init packet command is not INIT (op_code \(command.hasOpCode ? String(command.opCode) : "missing"))")
         }
-        var command = ProtobufReader(commandBytes, context: "Command")
-        var opCode: UInt32?
-        var initBytes: ArraySlice<UInt8>?
-        while let field = try command.next() {
-            switch field.number {
-            case 1: opCode = try field.uint32("Command")
-            case 2: initBytes = try field.bytes("Command")
-            default: continue
-            }
-        }
-        guard opCode == 1 else {
-            throw PackageError(.invalidInitPacket, "init packet command is not INIT (op_code \(opCode.map(String.init) ?? "missing"))")
-        }
-        guard let initBytes else { throw PackageError(.invalidInitPacket, "init packet has no InitCommand") }
-        self.command = try InitCommand(decoding: initBytes)
-        self.initCommandBytes = Array(initBytes)
+        guard command.hasInit_p else { throw PackageError(.invalidInitPacket, "init packet has no InitCommand") }
+        self.initCommandBytes = Array(command.init_p)
+        self.command = try InitCommand(decoding: initCommandBytes)
     }
 
     /// Builds a packet from a command; `signature` (64 bytes, stored order) makes it signed.
@@ -85,21 +67,22 @@ public struct SecureInitPacket: Hashable, Sendable {
         self.signatureType = signature == nil ? nil : Self.ecdsaP256Sha256
     }
 
-    /// Serializes the `dfu.Packet` (nrfutil's layout: op_code, init; signature_type, signature).
+    /// Serializes the `dfu.Packet` around ``initCommandBytes`` (nrfutil's layout: op_code, init; then
+    /// signature_type, signature).
     public func encode() -> [UInt8] {
-        var command = ProtobufWriter()
-        command.writeVarint(field: 1, 1)
-        command.writeBytes(field: 2, initCommandBytes)
-        var packet = ProtobufWriter()
+        var command = Dfu_CommandView()
+        command.opCode = 1
+        command.init_p = Data(initCommandBytes)
+        var packet = Dfu_PacketView()
         if let signature {
-            var signed = ProtobufWriter()
-            signed.writeBytes(field: 1, command.bytes)
-            signed.writeVarint(field: 2, UInt64(signatureType ?? Self.ecdsaP256Sha256))
-            signed.writeBytes(field: 3, signature)
-            packet.writeBytes(field: 2, signed.bytes)
+            var signed = Dfu_SignedCommandView()
+            signed.command = Data(Protobuf.encode(command))
+            signed.signatureType = signatureType ?? Self.ecdsaP256Sha256
+            signed.signature = Data(signature)
+            packet.signedCommand = signed
         } else {
-            packet.writeBytes(field: 1, command.bytes)
+            packet.command = Data(Protobuf.encode(command))
         }
-        return packet.bytes
+        return Protobuf.encode(packet)
     }
 }

@@ -25,6 +25,12 @@ public struct DFUEngineError: Error, Hashable, Sendable, CustomStringConvertible
         public static let gaveUp = Code(rawValue: "gave-up")
         /// The user (or the caller) stopped the transfer.
         public static let cancelled = Code(rawValue: "cancelled")
+        /// The link went down while the last Execute was unacknowledged: the device installed the part if it restarts
+        /// into its application; if it is still in its bootloader, the transfer resumes (see docs/engine.md).
+        public static let executeUnconfirmed = Code(rawValue: "execute-unconfirmed")
+        /// The caller asked to stop (``SecureDFUDriver/requestStop()``) and the engine stopped at a safe point, right
+        /// after an executed object: nothing was aborted and the transfer resumes from the journal.
+        public static let stopped = Code(rawValue: "stopped")
         /// The transport failed (write error other than a disconnect).
         public static let transport = Code(rawValue: "transport")
 

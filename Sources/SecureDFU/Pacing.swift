@@ -135,8 +135,9 @@ public struct BurstPacing: PacingPolicy {
     }
 }
 
-/// `adaptive` (the default): checksum checkpoints whose interval doubles while they come back clean (up to
-/// ``maximum``) and halves on a shortfall, a mismatch or a timeout. ``slowDown()`` lowers the ceiling.
+/// The first adaptive policy: checksum checkpoints whose interval doubles while they come back clean (up to
+/// ``maximum``) and halves on a shortfall, a mismatch or a timeout. ``slowDown()`` lowers the ceiling. The CLI's
+/// `adaptive` is now ``AdaptiveStreamPacing``, which also streams whole objects and learns a prepare delay.
 public struct AdaptivePacing: PacingPolicy {
     public private(set) var interval: Int
     public private(set) var maximum: Int
@@ -181,7 +182,7 @@ public enum PacingPolicies {
     public static func parse(_ text: String) throws(ParseError) -> any PacingPolicy {
         let fields = text.lowercased().split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         switch (fields.first ?? "", fields.count) {
-        case ("adaptive", 1): return AdaptivePacing()
+        case ("adaptive", 1): return AdaptiveStreamPacing()
         case ("object", 1): return ObjectPacing()
         // iOS: PRN 12, 0.4 s after creating the first data object (anchors 3.5, 3.6).
         case ("ios", 1): return ReceiptPacing(interval: 12, firstObjectDelay: .milliseconds(400), label: "ios")

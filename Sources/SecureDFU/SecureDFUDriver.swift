@@ -36,6 +36,7 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     private var currentInbox: AsyncStream<DFUEvent>.Continuation?
     private var forwarder: Task<Void, Never>?
     private var linkDown = false
+    private var stopRequested = false
 
     public init(
         transport: any DFUTransport, clock: C, configuration: SecureDFUConfiguration = SecureDFUConfiguration(),
@@ -67,13 +68,22 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
 
     private func deliver(_ event: DFUEvent) { currentInbox?.yield(event) }
 
+    /// Asks the run in progress (or the next run) to stop at the next safe point: after the object being sent is
+    /// executed and journaled. The run then throws ``DFUEngineError/Code/stopped``; the device is not sent Abort, so a
+    /// later run (a new driver, the same journal) continues from there. Cancelling the task instead stops at once.
+    public func requestStop() {
+        stopRequested = true
+        currentInbox?.yield(.stopRequested)
+    }
+
     private func linkEnded() {
         linkDown = true
         currentInbox?.yield(.disconnected)
     }
 
     /// Sends one part over the current connection. Returns the journal as updated (if one was given).
-    /// Cancelling the calling task sends Abort only when the configuration asks for it (`abortOnCancel`), and throws ``DFUEngineError/Code/cancelled``. Runs on one driver
+    /// Cancelling the calling task sends Abort only when the configuration asks for it (`abortOnCancel`), and throws
+    /// ``DFUEngineError/Code/cancelled``; ``requestStop()`` ends it at the next safe point instead. Runs on one driver
     /// are sequential; a new connection needs a new driver (its transport's notification stream ends with the link).
     @discardableResult
     public func run(part: DFUPart, partIndex: Int = 0, partCount: Int = 1, journal: DFUJournal? = nil)
@@ -95,6 +105,7 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
         let start = clock.now
         var startBytes: Int?
         var pending: [DFUEvent] = linkDown ? [.disconnected] : [.started(mtu: await transport.mtu)]
+        if stopRequested { pending.insert(.stopRequested, at: 0) }
         var iterator = inbox.makeAsyncIterator()
         var logger = self.logger
         logger[metadataKey: "dfu.part"] = "\(partIndex)"
@@ -118,7 +129,7 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
                     } catch {
                         if request == .abort { break }  // The device resets on Abort; a failed write changes nothing.
                         logger.debug("control point write failed", metadata: ["dfu.error": "\(error)"])
-                        pending.append(.disconnected)
+                        pending.append(.requestNotAcknowledged)
                     }
                 case .sendPackets(let burst):
                     let bytes = burst.source == .initPacket ? part.initPacket : part.image

@@ -128,6 +128,14 @@ extension SecureDFUStateMachine {
     }
 
     mutating func checkpointTimedOut() -> [DFUAction] {
+        silentTimeouts += 1
+        if silentTimeouts >= 2 {
+            // A receipt may get lost, a checksum request once too (a notification the device could not queue); two
+            // silent checkpoints in a row mean the device stopped answering: fail within 2 × the timeout, no hang.
+            return fail(
+                DFUEngineError(
+                    .timeout, "the device stopped answering: no receipt or checksum within 2 × \(configuration.checkpointTimeout)"))
+        }
         configuration.pacing.record(.timeout)
         if configuredPRN > 0 { needsPRNResync = true }
         let timeout = DFUEngineError(.timeout, "no receipt or checksum within \(configuration.checkpointTimeout)")
@@ -162,6 +170,8 @@ extension SecureDFUStateMachine {
             actions.append(.completed)
             return actions
         }
+        // A safe point: everything sent so far is executed (and journaled by the driver before it acts on `failed`).
+        if stopRequested { return actions + fail(stoppedError) }
         return actions + createData(objectIndex + 1)
     }
 }

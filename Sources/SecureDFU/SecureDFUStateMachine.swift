@@ -47,6 +47,10 @@ public struct SecureDFUStateMachine: Sendable {
     var failures = 0
     var slowedDown = false
     var restartedFromScratch = false
+    /// Checkpoint timeouts since the device last said anything (two in a row: it stopped answering).
+    var silentTimeouts = 0
+    /// ``DFUEvent/stopRequested`` arrived: end the run at the next safe point.
+    public internal(set) var stopRequested = false
     public internal(set) var retries = 0
     public internal(set) var bytesResent = 0
 
@@ -101,11 +105,28 @@ public struct SecureDFUStateMachine: Sendable {
             }
         case .disconnected:
             if case .executeData = step, objectIndex == objects.count - 1 {
-                // The device resets after the last Execute, possibly before its response is out.
+                // The device acknowledged the last Execute and resets, possibly before its response is out.
                 step = .finished
                 return [.completed]
             }
             return fail(DFUEngineError(.disconnected, "link lost during the transfer of \(part.name) (resumable)"))
+        case .requestNotAcknowledged:
+            // The link went before the device acknowledged the request: even a last Execute may never have arrived.
+            if case .executeData = step, objectIndex == objects.count - 1 {
+                return fail(
+                    DFUEngineError(
+                        .executeUnconfirmed,
+                        "link lost before the device acknowledged the last Execute of \(part.name): installed if it restarts into its application"
+                    ))
+            }
+            return fail(DFUEngineError(.disconnected, "link lost during the transfer of \(part.name) (resumable)"))
+        case .stopRequested:
+            stopRequested = true
+            // Before the first request nothing is under way: stop at once. Otherwise at the next executed object.
+            if step == .idle {
+                return fail(DFUEngineError(.stopped, "stopped before \(part.name) started (resumable)"))
+            }
+            return []
         case .cancelled:
             step = .failed
             let failure = DFUAction.failed(DFUEngineError(.cancelled, "transfer cancelled"))
@@ -116,6 +137,7 @@ public struct SecureDFUStateMachine: Sendable {
     // MARK: - Responses
 
     mutating func received(_ response: ControlPointResponse) -> [DFUAction] {
+        silentTimeouts = 0
         let isReport = response.request == .calculateChecksum && response.status == .success
         if isReport {
             switch step {
@@ -240,6 +262,7 @@ public struct SecureDFUStateMachine: Sendable {
 
     mutating func initExecuted() -> [DFUAction] {
         failures = 0
+        if stopRequested { return fail(stoppedError) }
         let prn = configuration.pacing.packetReceiptInterval
         configuredPRN = prn
         return request(.setPRN(prn), .setPRNForData(thenSelect: true))
@@ -260,6 +283,12 @@ public struct SecureDFUStateMachine: Sendable {
     mutating func fail(_ error: DFUEngineError) -> [DFUAction] {
         step = .failed
         return [.failed(error)]
+    }
+
+    /// The error of a run that stopped at a safe point.
+    var stoppedError: DFUEngineError {
+        let done = objects.isEmpty ? "the init packet" : "object \(objectIndex + 1) of \(objects.count)"
+        return DFUEngineError(.stopped, "stopped at a safe point after \(done) of \(part.name) (resumable)")
     }
 
     mutating func violation(_ reason: String) -> [DFUAction] {

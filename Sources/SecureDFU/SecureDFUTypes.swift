@@ -33,6 +33,8 @@ public struct SecureDFUConfiguration: Sendable {
     /// do not save progress, throws away what was sent; a cancelled upload should stay resumable.
     public var abortOnCancel: Bool
 
+    /// The library default pacing is the clock-free ``AdaptivePacing``; the CLI's default mode `adaptive` is
+    /// ``AdaptiveStreamPacing`` (``PacingPolicies/parse(_:)``), whose learned delay after Create runs on the injected clock.
     public init(
         pacing: any PacingPolicy = AdaptivePacing(), maxAttempts: Int = 3, checkpointTimeout: Duration = .seconds(10),
         deviceFirmwareVersion: UInt32? = nil, executedOffset: Int? = nil, abortOnCancel: Bool = false
@@ -126,7 +128,13 @@ public enum DFUEvent: Hashable, Sendable {
     case packetsSent
     case timerFired(DFUTimer)
     case disconnected
+    /// The write of the last Control Point request failed (no Write Response: the link went down), so the device may
+    /// never have received it. Unlike ``disconnected`` this is never success, not even during the last Execute.
+    case requestNotAcknowledged
     case cancelled
+    /// Stop at the next safe point: once the object being sent is executed (or the init packet is), the run ends with
+    /// ``DFUEngineError/Code/stopped``; nothing is aborted, so the transfer resumes later from the journal.
+    case stopRequested
 }
 
 /// What the engine asks its driver to do, in order.

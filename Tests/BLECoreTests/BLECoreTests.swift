@@ -112,6 +112,35 @@ import Testing
         #expect(resumed.value == 0x414F_A339)
     }
 
+    /// The slicing-by-8 path (contiguous input) and the byte-by-byte path (a lazy collection) agree with a
+    /// bit-at-a-time reference for every length from 0 to 40 and every split point.
+    @Test func crc32SlicingMatchesBitwiseReference() {
+        func reference(_ bytes: [UInt8]) -> UInt32 {
+            var c: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                c ^= UInt32(byte)
+                for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+            }
+            return ~c
+        }
+        var seed: UInt32 = 0x1234_5678
+        for length in 0...40 {
+            let bytes = (0..<length).map { _ -> UInt8 in
+                seed = seed &* 1_664_525 &+ 1_013_904_223
+                return UInt8(truncatingIfNeeded: seed >> 24)
+            }
+            let expected = reference(bytes)
+            #expect(CRC32.checksum(bytes) == expected)
+            #expect(CRC32.checksum(bytes.lazy.map { $0 }) == expected)
+            for split in 0...length {
+                var crc = CRC32()
+                crc.update(bytes[..<split])
+                crc.update(bytes[split...])
+                #expect(crc.value == expected)
+            }
+        }
+    }
+
     @Test func crc16CCITTFalse() {
         // Check value of CRC-16/CCITT-FALSE for "123456789".
         #expect(CRC16.ccittFalse(Array("123456789".utf8)) == 0x29B1)

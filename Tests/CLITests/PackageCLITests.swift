@@ -122,6 +122,60 @@ import Testing
         #expect(try CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, output]).status == 38)
     }
 
+    @Test func createLegacyThenInspectAndVerify() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let imagePath = directory.appendingPathComponent("app.bin")
+        try Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: imagePath)
+        let output = directory.appendingPathComponent("legacy.zip").path
+        // nrfutil 0.5: nrfutil dfu genpkg --application app.bin --dev-type 0x0052 --sd-req 0x0064 --dfu-ver 0.5 legacy.zip
+        let create = try CLIRunner.run([
+            "package", "create", "--application", imagePath.path, "--dev-type", "0x0052", "--dev-revision", "52840",
+            "--sd-req", "0x0064", "--dfu-ver", "0.5", output,
+        ])
+        #expect(create.status == 0, "\(create.stderr)")
+        let inspect = try CLIRunner.run(["package", "inspect", "--json", output])
+        #expect(inspect.status == 0, "\(inspect.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(inspect.stdout.utf8)) as? [String: Any]
+        #expect(object?["format"] as? String == "legacy")
+        let part = (object?["parts"] as? [[String: Any]])?.first ?? [:]
+        #expect(part["hashStatus"] as? String == "CRC-16 matches")
+        let legacy = part["legacyInit"] as? [String: Any] ?? [:]
+        #expect(legacy["deviceType"] as? Int == 0x52 && legacy["deviceRevision"] as? Int == 52840)
+        #expect(legacy["applicationVersion"] as? Int == 0xFFFF_FFFF && legacy["sdReq"] as? [Int] == [0x64])
+        #expect(legacy["layout"] as? String == "dfu_version 0.5")
+        let verify = try CLIRunner.run(["package", "verify", output])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.lines.contains("application: hash CRC-16 matches, signature unsigned"))
+        // Secure-only options are refused with --dfu-ver (usage error).
+        let mixed = try CLIRunner.run(["package", "create", "--application", imagePath.path, "--dfu-ver", "0.5", "--hw-version", "52", output])
+        #expect(mixed.status == 39, "\(mixed.stderr)")
+        #expect(mixed.stderr.contains("--hw-version applies to Secure DFU packages only"))
+    }
+
+    @Test func verifyChecksBootValidationSignatures() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let privateKey = directory.appendingPathComponent("sign.pem").path
+        let publicKey = directory.appendingPathComponent("sign.pub.pem").path
+        #expect(try CLIRunner.run(["package", "keys", "generate", privateKey, "--public", publicKey]).status == 0)
+        let imagePath = directory.appendingPathComponent("app.bin")
+        try Data((0..<2000).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: imagePath)
+        let output = directory.appendingPathComponent("ecdsa.zip").path
+        let create = try CLIRunner.run([
+            "package", "create", "--application", imagePath.path, "--application-version", "1", "--hw-version", "52",
+            "--sd-req", "0x101", "--app-boot-validation", "VALIDATE_ECDSA_P256_SHA256", "--key-file", privateKey, output,
+        ])
+        #expect(create.status == 0, "\(create.stderr)")
+        let verify = try CLIRunner.run(["package", "verify", "--key", publicKey, output])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.lines.contains(
+            "application: hash SHA-256 matches, signature valid with key 1, boot validation signature valid with key 1"))
+        let other = try CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, output])
+        #expect(other.status == 38)
+        #expect(other.errorLines.contains { $0.contains("boot_validation[0] VALIDATE_ECDSA_P256_SHA256 signature does not verify") })
+    }
+
     @Test(arguments: [Array("PK\u{3}\u{4}garbage".utf8), Array("not a zip at all\n".utf8)])
     func malformedArchive(bytes: [UInt8]) throws {
         let directory = try Self.temporaryDirectory()

@@ -161,32 +161,8 @@ import Testing
             for part in package.parts {
                 guard let real = part.secureInit, let command = part.initCommand, command.isDebug != nil,
                     !command.bootValidation.isEmpty, !command.bootValidation.contains(where: { $0.type == .ecdsaP256Sha256 }),
-                    let type = command.type
+                    let builder = ProtobufTests.builder(rebuilding: part, command)
                 else { continue }
-                var builder = PackageBuilder()
-                builder.hwVersion = command.hwVersion
-                builder.sdReq = command.sdReq
-                builder.debugMode = command.isDebug ?? false
-                switch type {
-                case .application, .externalApplication:
-                    builder.application = .init(stem: "a", bytes: part.image)
-                    builder.applicationVersion = command.fwVersion
-                    builder.externalApplication = type == .externalApplication
-                    builder.appBootValidation = command.bootValidation[0].type
-                case .bootloader:
-                    builder.bootloader = .init(stem: "b", bytes: part.image)
-                    builder.bootloaderVersion = command.fwVersion
-                case .softdevice:
-                    builder.softdevice = .init(stem: "s", bytes: part.image)
-                    builder.sdBootValidation = command.bootValidation[0].type
-                case .softdeviceBootloader:
-                    let sd = Int(command.sdSize ?? 0)
-                    builder.softdevice = .init(stem: "s", bytes: Array(part.image.prefix(sd)))
-                    builder.bootloader = .init(stem: "b", bytes: Array(part.image.dropFirst(sd)))
-                    builder.bootloaderVersion = command.fwVersion
-                    builder.sdBootValidation = command.bootValidation[0].type
-                default: continue
-                }
                 let dat = try #require(try builder.files().first { $0.name.hasSuffix(".dat") })
                 #expect(try SecureInitPacket(decoding: dat.bytes).initCommandBytes == real.initCommandBytes, "\(path) \(part.kind)")
                 rebuilt += 1

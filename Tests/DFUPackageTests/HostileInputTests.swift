@@ -72,7 +72,7 @@ enum HostileCorpus {
             HostileCase(name: "empty dat", bytes: with { $0.set("app.dat", []) }, code: .invalidInitPacket, fragment: "init packet is empty"),
             HostileCase(name: "reset command", bytes: with { $0.set("app.dat", [0x0A, 0x06, 0x08, 0x00, 0x1A, 0x02, 0x08, 0x05]) }, code: .invalidInitPacket, fragment: "not INIT"),
             HostileCase(name: "truncated dat", bytes: with { zip in zip.modify("app.dat") { $0.data = Array($0.data.prefix(30)) } }, code: .invalidInitPacket, fragment: "app.dat does not decode"),
-            HostileCase(name: "group wire type", bytes: with { $0.set("app.dat", [0x0B, 0x0C, 0x00]) }, code: .invalidInitPacket, fragment: "wire type 3"),
+            HostileCase(name: "group then field 0", bytes: with { $0.set("app.dat", [0x0B, 0x0C, 0x00]) }, code: .invalidInitPacket, fragment: "Packet: malformed protobuf"),
             HostileCase(name: "mixed secure and legacy", bytes: with {
                 $0.set("manifest.json", Array(#"{"manifest":{"application":{"bin_file":"app.bin","dat_file":"app.dat"},"bootloader":{"bin_file":"app.bin","dat_file":"legacy.dat"}}}"#.utf8))
                 $0.set("legacy.dat", [0x12, 0x34])

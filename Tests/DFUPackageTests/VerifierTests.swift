@@ -114,4 +114,61 @@ import Testing
         let wrong = try FirmwarePackage(bytes: zip.bytes).verify()
         #expect(wrong.errors.map(\.message) == ["softdevice_bootloader: manifest bl_size 501 differs from the init packet"])
     }
+
+    /// ECDSA boot validation signatures (`VALIDATE_ECDSA_P256_SHA256`) are checked with the given keys, over the
+    /// image as the bootloader checks it at boot; the init packet itself is signed and valid in every case.
+    @Test func bootValidationSignatures() throws {
+        let key = P256.Signing.PrivateKey()
+        let image = Fixtures.image(1000)
+        func package(bootSignature: [UInt8]) throws -> FirmwarePackage {
+            var zip = ZipFixture(try Fixtures.appFiles())
+            let dat = try #require(zip.entries.first { $0.name == "app.dat" }).data
+            var command = try SecureInitPacket(decoding: dat).command
+            command.bootValidation = [BootValidation(type: .ecdsaP256Sha256, bytes: bootSignature)]
+            let signature = try NordicSignature.sign(command.encode(), with: key)
+            zip.set("app.dat", SecureInitPacket(command: command, signature: signature).encode())
+            return try FirmwarePackage(bytes: zip.bytes)
+        }
+        let good = try package(bootSignature: try NordicSignature.sign(image, with: key))
+        let report = good.verify(keys: [P256.Signing.PrivateKey().publicKey, key.publicKey])
+        #expect(report.isValid, "\(report.errors)")
+        #expect(report.parts.first?.signature == .valid(keyIndex: 1))
+        #expect(report.parts.first?.bootSignatures == [.valid(keyIndex: 1)])
+        #expect(good.verify().parts.first?.bootSignatures == [.noKeyGiven])
+        #expect(good.verify().isValid)
+        // Signed by the right key over other bytes: the init packet verifies, the boot validation does not.
+        var other = image
+        other[0] ^= 0xFF
+        let wrongImage = try package(bootSignature: try NordicSignature.sign(other, with: key)).verify(keys: [key.publicKey])
+        #expect(wrongImage.parts.first?.signature == .valid(keyIndex: 0))
+        #expect(wrongImage.parts.first?.bootSignatures == [.invalid])
+        #expect(wrongImage.errors.map(\.message) == [
+            "application: boot_validation[0] VALIDATE_ECDSA_P256_SHA256 signature does not verify over app.bin with any given key"
+        ])
+        #expect(wrongImage.errors.first?.code == .signatureInvalid)
+        let short = try package(bootSignature: [UInt8](repeating: 1, count: 63)).verify()
+        #expect(short.errors.map(\.message) == ["application: boot_validation[0] VALIDATE_ECDSA_P256_SHA256 signature is 63 bytes, expected 64"])
+    }
+
+    /// For SD+BL the SoftDevice's ECDSA boot signature covers only the first sd_size bytes of sd_bl.bin.
+    @Test func softdeviceBootValidationCoversTheSoftDevice() throws {
+        let key = P256.Signing.PrivateKey()
+        var builder = Fixtures.sdBlAppBuilder(key: key)
+        builder.sdBootValidation = .ecdsaP256Sha256
+        let package = try FirmwarePackage(bytes: try builder.archive())
+        let report = package.verify(keys: [key.publicKey])
+        #expect(report.isValid, "\(report.errors)")
+        #expect(report.parts.map(\.bootSignatures) == [[.valid(keyIndex: 0)], []])
+        // The same signature over the whole sd_bl.bin (SD and BL) is not what the bootloader checks.
+        var zip = ZipFixture(try builder.files())
+        let dat = try #require(zip.entries.first { $0.name == "sd_bl.dat" }).data
+        var command = try SecureInitPacket(decoding: dat).command
+        let whole = Fixtures.image(2000, seed: 2) + Fixtures.image(500, seed: 3)
+        command.bootValidation[0].bytes = try NordicSignature.sign(whole, with: key)
+        zip.set("sd_bl.dat", SecureInitPacket(command: command, signature: try NordicSignature.sign(command.encode(), with: key)).encode())
+        let wrong = try FirmwarePackage(bytes: zip.bytes).verify(keys: [key.publicKey])
+        #expect(wrong.errors.map(\.message) == [
+            "softdevice_bootloader: boot_validation[0] VALIDATE_ECDSA_P256_SHA256 signature does not verify over the SoftDevice part of sd_bl.bin with any given key"
+        ])
+    }
 }

@@ -39,7 +39,7 @@ struct FlashOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Seconds to wait for a reset before looking for the device.", valueName: "seconds"))
     var rebootDelay: Double = 0.5
 
-    @Option(name: .long, help: ArgumentHelp("Reconnect attempts after a lost link (backoff 0.5, 1, 2, 4, 8 s).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Connection attempts per lost link (backoff 0.5, 1, 2, 4, 8 s); 0 never reconnects.", valueName: "n"))
     var reconnectAttempts = 5
 
     func validate() throws {

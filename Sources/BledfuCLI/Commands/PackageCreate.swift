@@ -10,6 +10,9 @@ struct PackageCreate: AsyncParsableCommand {
         discussion: """
             Images may be .hex (MBR below 0x1000 and UICR are dropped, gaps filled with 0xFF) or .bin. A SoftDevice \
             and a bootloader are merged into sd_bl.bin. Supported: APP, BL, SD, SD+BL, SD+BL+APP, SD+APP (not BL+APP).
+            With --dfu-ver (0.5, 0.6, 0.7, 0.8) it makes a Legacy DFU package instead, as nrfutil 0.5 `dfu genpkg` \
+            does: --dev-type, --dev-revision, --application-version and --sd-req fill the init packet; --key-file makes \
+            it 0.8 (signed).
             """)
 
     @Option(name: .long, help: "The application firmware (.hex or .bin).") var application: String?
@@ -28,17 +31,30 @@ struct PackageCreate: AsyncParsableCommand {
     var debugMode = false
     @Flag(name: .long, help: "Package the application as EXTERNAL_APPLICATION.") var externalApp = false
     @Option(name: .long, help: "NO_VALIDATION, VALIDATE_GENERATED_CRC (default), VALIDATE_GENERATED_SHA256 or VALIDATE_ECDSA_P256_SHA256.")
-    var appBootValidation: String = "VALIDATE_GENERATED_CRC"
+    var appBootValidation: String?
     @Option(name: .long, help: "Boot validation for the SoftDevice (same values as --app-boot-validation).")
-    var sdBootValidation: String = "VALIDATE_GENERATED_CRC"
+    var sdBootValidation: String?
+    @Option(name: .long, help: "Legacy DFU package with this init packet version (nrfutil 0.5: 0.5, 0.6, 0.7 or 0.8).")
+    var dfuVer: Double?
+    @Option(name: .long, help: "Legacy: the device type (default 0xFFFF).") var devType: String?
+    @Option(name: .long, help: "Legacy: the device revision (default 0xFFFF).") var devRevision: String?
     @Argument(help: "The package to write (.zip).") var output: String
 
     func validate() throws {
-        for value in [appBootValidation, sdBootValidation] where ValidationType(name: value) == nil {
+        for value in [appBootValidation, sdBootValidation].compactMap(\.self) where ValidationType(name: value) == nil {
             throw ValidationError("'\(value)' is not a boot validation type (NO_VALIDATION, VALIDATE_GENERATED_CRC, VALIDATE_GENERATED_SHA256, VALIDATE_ECDSA_P256_SHA256)")
         }
         if applicationVersion != nil, applicationVersionString != nil {
             throw ValidationError("use either --application-version or --application-version-string")
+        }
+        if let dfuVer, LegacyInitPacket.Layout(dfuVersion: dfuVer) == nil {
+            throw ValidationError("--dfu-ver must be 0.5, 0.6, 0.7 or 0.8")
+        }
+        if dfuVer == nil, devType != nil || devRevision != nil {
+            throw ValidationError("--dev-type and --dev-revision make a Legacy package: add --dfu-ver 0.5")
+        }
+        if dfuVer != nil, appBootValidation != nil || sdBootValidation != nil {
+            throw ValidationError("boot validation applies to Secure packages only, not with --dfu-ver")
         }
     }
 
@@ -64,8 +80,15 @@ struct PackageCreate: AsyncParsableCommand {
         if let sdId { builder.sdID = try PackageCLI.parseIntegers(sdId, option: "--sd-id") }
         builder.debugMode = debugMode
         builder.externalApplication = externalApp
-        builder.appBootValidation = ValidationType(name: appBootValidation) ?? .crc
-        builder.sdBootValidation = ValidationType(name: sdBootValidation) ?? .crc
+        builder.appBootValidation = appBootValidation.flatMap(ValidationType.init(name:)) ?? .crc
+        builder.sdBootValidation = sdBootValidation.flatMap(ValidationType.init(name:)) ?? .crc
+        if let dfuVer, let layout = LegacyInitPacket.Layout(dfuVersion: dfuVer) {
+            var legacy = LegacyOptions(layout: layout)
+            if let devType { legacy.deviceType = try Self.uint16(devType, option: "--dev-type") }
+            if let devRevision { legacy.deviceRevision = try Self.uint16(devRevision, option: "--dev-revision") }
+            if keyFile != nil, layout != .v08 { print("Key file was given, setting DFU version to 0.8") }
+            builder.legacy = legacy
+        }
         let archive: [UInt8]
         do {
             archive = try builder.archive()
@@ -74,5 +97,11 @@ struct PackageCreate: AsyncParsableCommand {
         }
         try PackageCLI.write(archive, to: output)
         print("created \(output) (\(archive.count) bytes)")
+    }
+
+    private static func uint16(_ text: String, option: String) throws -> UInt16 {
+        let value = try PackageCLI.parseInteger(text, option: option)
+        guard let narrow = UInt16(exactly: value) else { throw ValidationError("\(option): \(text) does not fit 16 bits") }
+        return narrow
     }
 }

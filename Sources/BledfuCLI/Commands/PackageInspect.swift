@@ -49,8 +49,14 @@ struct PackageInspect: AsyncParsableCommand {
             lines.append("sd_req " + (packet.softdeviceReq.isEmpty ? "-" : packet.softdeviceReq.map { SoftDeviceNames.describe(UInt32($0)) }.joined(separator: ", ")))
         }
         lines.append("SHA-256 \(sha), CRC-32 \(PackageCLI.hex32(CRC32.checksum(part.image)))")
-        lines.append("hash: \(check.hash); signature: \(check.signature)")
+        lines.append("hash: \(check.hash); signature: \(check.signature)" + Self.bootSignatures(check, separator: "; "))
         return lines
+    }
+
+    /// "; boot validation signature valid with key 1" for the ECDSA boot validation entries, "" when there are none.
+    static func bootSignatures(_ check: PartVerification, separator: String) -> String {
+        guard !check.bootSignatures.isEmpty else { return "" }
+        return separator + "boot validation signature " + check.bootSignatures.map(\.description).joined(separator: ", ")
     }
 
     static func jsonObject(_ pkg: FirmwarePackage, _ report: VerificationReport, path: String) -> [String: any Sendable] {
@@ -61,6 +67,7 @@ struct PackageInspect: AsyncParsableCommand {
                 "initPacketSize": part.initPacketBytes.count, "sha256": Array(SHA256.hash(data: part.image)).hexString,
                 "crc32": Int(CRC32.checksum(part.image)), "hashStatus": check.hash.description,
                 "signatureStatus": check.signature.description, "initPacket": part.initPacketBytes.hexString,
+                "bootSignatureStatus": check.bootSignatures.map(\.description),
             ]
             switch part.initPacket {
             case .secure(let packet):
@@ -84,6 +91,8 @@ struct PackageInspect: AsyncParsableCommand {
                 if let v = packet.deviceRevision { legacy["deviceRevision"] = Int(v) }
                 if let v = packet.applicationVersion { legacy["applicationVersion"] = Int(v) }
                 if let v = packet.crc16 { legacy["crc16"] = Int(v) }
+                if let v = packet.firmwareLength { legacy["firmwareLength"] = Int(v) }
+                if let v = packet.sha256 { legacy["sha256"] = v.hexString }
                 object["legacyInit"] = legacy
             }
             parts.append(object)

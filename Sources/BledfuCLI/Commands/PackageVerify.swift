@@ -22,7 +22,7 @@ struct PackageVerify: AsyncParsableCommand {
             Console.json(PackageInspect.jsonObject(pkg, report, path: package))
         } else {
             for (part, check) in zip(pkg.parts, report.parts) {
-                print("\(part.kind): hash \(check.hash), signature \(check.signature)")
+                print("\(part.kind): hash \(check.hash), signature \(check.signature)" + PackageInspect.bootSignatures(check, separator: ", "))
             }
             for warning in pkg.warnings + report.warnings { Console.warning(warning) }
         }

@@ -9,7 +9,13 @@ import Foundation
 struct SimulateRun: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run virtual devices on a virtual radio until Ctrl-C (SIGINT) or SIGTERM (the default).")
+        abstract: "Run virtual devices on a virtual radio until Ctrl-C (SIGINT) or SIGTERM (the default).",
+        discussion: """
+            With --adapter hciN (root, or CAP_NET_RAW) the one device named by --device becomes a real BLE \
+            peripheral on that BlueZ adapter: it listens on the ATT channel and advertises over HCI, at its profile \
+            address (a random address, set with LE Set Random Address) and after the buttonless jump at address + 1. \
+            Stop bluetoothd on that adapter first (it answers ATT on its own). docs/vm-test.md.
+            """)
 
     @OptionGroup var options: GlobalOptions
 
@@ -75,8 +81,15 @@ struct SimulateRun: AsyncParsableCommand {
         if let speedup, !(speedup > 0) || !speedup.isFinite { throw ValidationError("--speedup must be positive") }
         if faultPlan != nil, !fault.isEmpty { throw ValidationError("use either --fault or --fault-plan, not both") }
         if !describe {
-            guard case .virtual = AdapterSpec(options.adapter) else {
-                throw ValidationError("bledfu simulate needs --adapter virtual:DIR (or --describe)")
+            switch AdapterSpec(options.adapter) {
+            case .virtual: break
+            case .bluez(let name?):
+                let instances = try devices.map { try SimulatedDeviceRequest(parsing: $0).count }.reduce(0, +)
+                guard instances == 1 else {
+                    throw ValidationError("a BlueZ adapter (\(name)) serves one device: name one --device without a count")
+                }
+            default:
+                throw ValidationError("bledfu simulate needs --adapter virtual:DIR or --adapter hciN (or --describe)")
             }
         }
     }
@@ -87,26 +100,35 @@ struct SimulateRun: AsyncParsableCommand {
             for spec in specs { SimulatorDescription.emit(spec, json: options.json) }
             return
         }
-        guard case .virtual(let radioDirectory) = AdapterSpec(options.adapter) else {
-            throw CLIError("bledfu simulate needs --adapter virtual:DIR", exitCode: BledfuExit.usage)
-        }
         let events = SimulatorEvents(json: options.json)
-        let host = SimulatorHost(radioDirectory: radioDirectory, events: events)
+        let host: SimulatorHost
+        let statusDirectory: String
+        switch AdapterSpec(options.adapter) {
+        case .virtual(let radioDirectory):
+            host = SimulatorHost(radioDirectory: radioDirectory, events: events)
+            statusDirectory = statusDir ?? radioDirectory + "/status"
+        case .bluez(let name?):
+            host = SimulatorHost(place: name, events: events) { () throws(CLIError) in
+                try BlueZSimulatorEndpoint(adapterName: name)
+            }
+            statusDirectory = statusDir ?? (stateDir ?? NSTemporaryDirectory() + "bledfu-simulate-" + name) + "/status"
+        default:
+            throw CLIError("bledfu simulate needs --adapter virtual:DIR or hciN", exitCode: BledfuExit.usage)
+        }
         let signals = SignalWatch(signals: [SIGINT, SIGTERM]) { _ in host.stop() }
         defer { signals.cancel() }
         let running: [SimulatorHost.Running]
         do {
-            running = try await host.start(
-                specs, statusDirectory: statusDir ?? radioDirectory + "/status", stateDirectory: stateDir)
+            running = try await host.start(specs, statusDirectory: statusDirectory, stateDirectory: stateDir)
         } catch {
             if host.isStopping { return }
             throw error
         }
         if options.json {
-            Console.json(["event": "ready", "devices": running.count, "radio": radioDirectory])
+            Console.json(["event": "ready", "devices": running.count, "radio": host.place.hasPrefix("virtual:") ? String(host.place.dropFirst(8)) : host.place, "status": statusDirectory])
         } else {
             Console.errorRaw(
-                "bledfu simulate: \(running.count) device(s) on virtual:\(radioDirectory); Ctrl-C stops")
+                "bledfu simulate: \(running.count) device(s) on \(host.place) (status in \(statusDirectory)); Ctrl-C stops")
         }
         if let error = await host.run(running) { throw error }
         if options.json {

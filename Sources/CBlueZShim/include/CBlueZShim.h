@@ -52,6 +52,14 @@ static const uint16_t BLEDFU_HCI_CHANNEL_RAW = HCI_CHANNEL_RAW;   /* 0 */
 static const int BLEDFU_HCI_MAX_DEV = HCI_MAX_DEV;                /* 16 */
 /// Bit number of "up" in hci_dev_info.flags (enum in hci.h).
 static const int BLEDFU_HCI_UP_BIT = HCI_UP;
+/// Read-only bitmask of the link's PHYs (kernel >= 5.10), at SOL_BLUETOOTH; a uint32_t.
+static const int BLEDFU_BT_PHY = BT_PHY;                          /* 14 */
+static const uint32_t BLEDFU_BT_PHY_LE_1M_TX = BT_PHY_LE_1M_TX;         /* 0x0200 */
+static const uint32_t BLEDFU_BT_PHY_LE_1M_RX = BT_PHY_LE_1M_RX;         /* 0x0400 */
+static const uint32_t BLEDFU_BT_PHY_LE_2M_TX = BT_PHY_LE_2M_TX;         /* 0x0800 */
+static const uint32_t BLEDFU_BT_PHY_LE_2M_RX = BT_PHY_LE_2M_RX;         /* 0x1000 */
+static const uint32_t BLEDFU_BT_PHY_LE_CODED_TX = BT_PHY_LE_CODED_TX;   /* 0x2000 */
+static const uint32_t BLEDFU_BT_PHY_LE_CODED_RX = BT_PHY_LE_CODED_RX;   /* 0x4000 */
 
 /* ---- ioctl numbers (built with _IOR, not importable). ---- */
 

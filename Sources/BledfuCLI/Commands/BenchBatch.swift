@@ -1,0 +1,131 @@
+import ArgumentParser
+import BLECore
+import DFUSimulator
+import Fleet
+import Foundation
+
+/// `bledfu bench batch`: wall time of N virtual devices flashed in parallel by `bledfu batch`'s scheduler against
+/// one device alone (issue #6; goal: at most 1.3x). Each run gets a fresh simulator, so every device starts at
+/// application version 1.
+struct BenchBatch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "batch",
+        abstract: "Time a batch of N virtual devices flashed in parallel against one device alone (goal: at most 1.3x).",
+        discussion: """
+            Starts `bledfu simulate` with one device, flashes it through the batch scheduler (probe, full \
+            `bledfu flash`, probe), then does the same with N devices at once, and prints both wall times and \
+            their ratio. Exit 55 when --max-ratio is given and the ratio is larger.
+            """)
+
+    @Option(name: .long, help: "How many devices run in parallel.") var devices = 16
+    @Option(name: .long, help: "The device profile (bracelet or sensor); its sample package v2 is flashed.") var profile = "bracelet"
+    @Option(name: .long, help: ArgumentHelp("Divide the simulator's air and flash times by K.", valueName: "k")) var speedup: Double = 2
+    @Option(name: .long, help: "Links at once (default: one per device).") var connections: Int?
+    @Option(name: .long, help: ArgumentHelp("Fail (exit 55) when parallel/single exceeds this.", valueName: "ratio")) var maxRatio: Double?
+    @Flag(name: .long, help: "Print one JSON object.") var json = false
+    @Option(name: .long, help: .hidden) var bledfu: String?
+
+    func validate() throws {
+        guard (1...64).contains(devices) else { throw ValidationError("--devices must be 1 to 64") }
+        guard speedup > 0, speedup.isFinite else { throw ValidationError("--speedup must be positive") }
+        if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
+        guard ["bracelet", "sensor"].contains(profile) else { throw ValidationError("--profile must be bracelet or sensor") }
+    }
+
+    func run() async throws {
+        let result = try await measureBoth()
+        let ratio = result.ratio
+        if json {
+            let object: [String: any Sendable] = [
+                "profile": profile, "devices": devices, "speedup": speedup, "singleSeconds": (result.single * 1000).rounded() / 1000,
+                "parallelSeconds": (result.parallel * 1000).rounded() / 1000, "ratio": (ratio * 1000).rounded() / 1000, "goal": 1.3,
+                "goalMet": ratio <= 1.3,
+            ]
+            Console.json(object)
+        } else {
+            print(
+                String(
+                    format: "1 device: %.2f s; %d devices in parallel: %.2f s; ratio %.2fx (goal <= 1.30x: %@)", result.single, devices,
+                    result.parallel, ratio, ratio <= 1.3 ? "met" : "missed"))
+        }
+        if let maxRatio, ratio > maxRatio {
+            throw CLIError(String(format: "ratio %.2f exceeds --max-ratio %.2f", ratio, maxRatio), exitCode: BatchExit.benchGoalMissed)
+        }
+    }
+
+    /// Wall times of one device alone and of `devices` devices at once, in seconds.
+    func measureBoth() async throws -> (single: Double, parallel: Double, ratio: Double) {
+        guard let firmware = SimulatorProfiles.firmwareDirectory() else {
+            throw CLIError("no Firmware/ directory (set BLEDFU_FIRMWARE_DIR)", exitCode: BledfuExit.usage)
+        }
+        let package = firmware.appendingPathComponent("samples/\(profile)-app-v2.zip").path
+        let info = try BatchPlanFiles.info(package, keys: [])
+        let base = try SimulatorProfiles.load(try SimulatedDeviceRequest(parsing: profile))
+        let executable = BatchRun.executable(bledfu)
+        let single = try await measure(count: 1, base: base, info: info, firmware: firmware, executable: executable)
+        let parallel = try await measure(count: devices, base: base, info: info, firmware: firmware, executable: executable)
+        return (single, parallel, parallel / single)
+    }
+
+    /// One fresh simulator with `count` devices, one scheduler run over all of them; returns the wall time.
+    func measure(count: Int, base: DeviceProfile, info: PackageInfo, firmware: URL, executable: URL) async throws -> Double {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("bledfu-bench-batch-\(UUID().uuidString.prefix(8))")
+        let radio = directory.appendingPathComponent("radio")
+        try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = Process()
+        simulator.executableURL = executable
+        simulator.arguments = [
+            "simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile):\(count)", "--speedup", "\(speedup)",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["BLEDFU_FIRMWARE_DIR"] = firmware.path
+        simulator.environment = environment
+        simulator.standardOutput = FileHandle.nullDevice
+        simulator.standardError = FileHandle.nullDevice
+        try simulator.run()
+        defer {
+            simulator.interrupt()
+            simulator.waitUntilExit()
+        }
+        for _ in 0..<3000 {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: radio.path)) ?? []
+            if names.filter({ $0.hasSuffix(".adv") }).count >= count { break }
+            guard simulator.isRunning else { throw CLIError("the simulator stopped", exitCode: BledfuExit.failure) }
+            await pause(seconds: 0.01)
+        }
+        let adapter = "virtual:\(radio.path)"
+        var plan = BatchPlan(
+            adapters: [BatchPlan.Adapter(name: adapter, connections: min(connections ?? count, count))],
+            classes: [BatchPlan.DeviceClass(name: profile, package: info.path)],
+            devices: (0..<count).map {
+                let instance = SimulatorProfiles.instance(base, index: $0, of: count)
+                return BatchPlan.ExplicitDevice(address: instance.address, addressType: instance.addressType, className: profile)
+            })
+        plan.policies = BatchPlan.Policies(retries: 0, skipAtTargetVersion: false)
+        let log: BatchLog
+        do {
+            log = try BatchLog(path: directory.appendingPathComponent("bench.sqlite").path)
+        } catch {
+            throw CLIError(error.reason, exitCode: BatchExit.databaseError)
+        }
+        let scheduler = BatchScheduler(
+            plan: plan, packages: [profile: info],
+            flasher: ProcessFlasher(executable: executable, stateDirectory: directory, logDirectory: directory.appendingPathComponent("logs")),
+            log: log, batch: "bench")
+        let targets = plan.devices.map { BatchTarget(peer: PeerAddress($0.address, type: $0.addressType), className: profile) }
+        let start = ContinuousClock.now
+        let summary: BatchSummary
+        do {
+            summary = try await scheduler.run(targets: targets)
+        } catch {
+            throw CLIError("\(error)", exitCode: BatchExit.databaseError)
+        }
+        let elapsed = start.duration(to: .now)
+        guard summary.done == count else {
+            let errors = ((try? log.devices()) ?? []).compactMap(\.error).prefix(3).joined(separator: "; ")
+            throw CLIError("\(count - summary.done) of \(count) device(s) failed: \(errors)", exitCode: BatchExit.devicesFailed)
+        }
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}

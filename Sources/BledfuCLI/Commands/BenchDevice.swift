@@ -1,0 +1,63 @@
+import DFUPackage
+import Foundation
+
+/// `bledfu bench --device ADDR --package ZIP`: each mode, `repetitions` times, as a complete `bledfu flash` run (a
+/// child process of this executable, so connect, buttonless jump, reconnects and journal behave exactly as in a
+/// real update). The device must accept the package again after each run (same or higher version). Throughput is
+/// the package's image bytes over the run's wall time; there is no model ceiling for a real device.
+struct BenchDevice {
+    var address: String
+    var package: String
+    var adapter: String
+    var modes: [String]
+    var repetitions: Int
+
+    func run(_ emit: (BenchRun) -> Void) async throws -> [BenchRun] {
+        let loaded = try PackageCLI.loadForFlash(package)
+        let imageBytes = loaded.parts.reduce(0) { $0 + $1.image.count }
+        let executable = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0]))
+        var runs: [BenchRun] = []
+        for repetition in 1...repetitions {
+            for mode in modes {
+                let arguments = [
+                    "flash", package, "--device", address, "--adapter", adapter, "--mode", mode, "--json",
+                ]
+                let start = Date()
+                let (status, lastError) = try await Self.launch(executable, arguments)
+                let seconds = Date().timeIntervalSince(start)
+                let completed = status == 0
+                let run = BenchRun(
+                    mode: mode, profile: "device \(address)", imageBytes: imageBytes, repetition: repetition,
+                    seconds: seconds, bytesPerSecond: completed ? Double(imageBytes) / seconds : 0,
+                    ceilingBytesPerSecond: 0, airBytesPerSecond: 0, flashBytesPerSecond: 0,
+                    protocolBoundBytesPerSecond: 0, mtu: 0, bytesResent: 0, checkpoints: 0, checksumRequests: 0,
+                    failedCheckpoints: 0, packetsDropped: 0, completed: completed,
+                    // `bledfu flash` succeeds only after the device executed the last object and its hash check.
+                    imageCorrect: completed, error: completed ? nil : "exit \(status): \(lastError)")
+                emit(run)
+                runs.append(run)
+            }
+        }
+        return runs
+    }
+
+    /// Runs the child to completion; returns its exit status and the last line it wrote to standard error.
+    static func launch(_ executable: URL, _ arguments: [String]) async throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
+        do {
+            try process.run()
+        } catch {
+            throw CLIError("cannot run \(executable.path): \(error.localizedDescription)", exitCode: BledfuExit.failure)
+        }
+        let output = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: output, as: UTF8.self)
+        let last = text.split(separator: "\n").last.map(String.init) ?? ""
+        return (process.terminationStatus, last)
+    }
+}

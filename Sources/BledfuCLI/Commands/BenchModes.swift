@@ -1,0 +1,197 @@
+import ArgumentParser
+import DFUSimulator
+import Foundation
+import SecureDFU
+
+/// `bledfu bench` (default subcommand `modes`): every write mode on every link profile and image size, several
+/// times each, against in-process virtual devices (or a real device with `--device`).
+struct BenchModes: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "modes",
+        abstract: "Compare write modes on virtual devices (or a real one) against the link model's ceiling.",
+        discussion: """
+            Each cell (mode x profile x size) runs --repeat times on a fresh virtual device over a real SEQPACKET \
+            socket pair; the device paces every PDU with its link model in real time divided by --speedup. \
+            --unthrottled removes the link model (infinite speedup) to measure the host cost. The table shows \
+            the median, min and max kB/s (1 kB = 1000 bytes) over the whole part, the model's ceiling \
+            min(air, flash) and the share of it reached, the share of the protocol bound (the ceiling less the \
+            Create and Execute round trips of every object), bytes resent, checkpoint answers, failed \
+            checkpoints, completed runs and correct images. --out DIR writes results.csv and results.json.
+            """
+    )
+
+    static let defaultModes = "adaptive,ios,android,nrfutil,seed-pacing,with-response"
+
+    @Option(name: .long, help: ArgumentHelp("Comma-separated write modes.", valueName: "modes"))
+    var modes = BenchModes.defaultModes
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Comma-separated device profiles (Firmware/NAME.json or a path).", valueName: "profiles"))
+    var profiles = "bracelet,sensor,fast"
+
+    @Option(name: .long, help: ArgumentHelp("Comma-separated image sizes (bytes, or with k / m).", valueName: "sizes"))
+    var sizes = "64k"
+
+    @Option(name: .long, help: ArgumentHelp("Runs per cell.", valueName: "n"))
+    var `repeat` = 3
+
+    @Option(name: .long, help: ArgumentHelp("Divides every modelled duration (1 = real time).", valueName: "factor"))
+    var speedup: Double = 1
+
+    @Flag(name: .long, help: "No link model at all (infinite speedup): measures engine plus device cost on this host.")
+    var unthrottled = false
+
+    @Option(name: .long, help: ArgumentHelp("Cells run at the same time.", valueName: "n"))
+    var parallel = 1
+
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for a checkpoint answer.", valueName: "seconds"))
+    var checkpointTimeout: Double = 10
+
+    @Option(name: .long, help: ArgumentHelp("Write results.csv and results.json here.", valueName: "dir"))
+    var out: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Benchmark a device instead (runs `bledfu flash` per mode; needs --package).", valueName: "address"))
+    var device: String?
+
+    @Option(name: .long, help: ArgumentHelp("The package to flash with --device.", valueName: "zip"))
+    var package: String?
+
+    @Option(name: .long, help: ArgumentHelp("The radio for --device (hciN, any, virtual:DIR).", valueName: "adapter"))
+    var adapter = "any"
+
+    @Flag(name: .long, help: "Print one NDJSON line per run on standard output instead of the table.")
+    var json = false
+
+    func validate() throws {
+        guard (1...100).contains(self.repeat) else { throw ValidationError("--repeat must be 1 to 100") }
+        guard speedup > 0 else { throw ValidationError("--speedup must be positive") }
+        guard (1...32).contains(parallel) else { throw ValidationError("--parallel must be 1 to 32") }
+        guard checkpointTimeout > 0 else { throw ValidationError("--checkpoint-timeout must be positive") }
+        for mode in modeList {
+            do {
+                _ = try PacingPolicies.parse(mode)
+            } catch {
+                throw ValidationError("--modes: \(error)")
+            }
+        }
+        _ = try sizeList()
+        if device != nil, package == nil { throw ValidationError("--device needs --package") }
+    }
+
+    var modeList: [String] { modes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    var profileList: [String] { profiles.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+
+    func sizeList() throws -> [Int] {
+        try sizes.split(separator: ",").map { text in
+            guard let size = Self.parseSize(String(text)), size > 0, size <= 64 << 20 else {
+                throw ValidationError("--sizes: bad size '\(text)' (bytes, 64k, 1m; at most 64m)")
+            }
+            return size
+        }
+    }
+
+    static func parseSize(_ text: String) -> Int? {
+        let lower = text.lowercased().trimmingCharacters(in: .whitespaces)
+        if lower.hasSuffix("k") { return Int(lower.dropLast()).map { $0 * 1024 } }
+        if lower.hasSuffix("m") { return Int(lower.dropLast()).map { $0 * 1024 * 1024 } }
+        return Int(lower)
+    }
+
+    func run() async throws {
+        let started = ISO8601DateFormatter().string(from: Date())
+        let runs: [BenchRun]
+        if let device, let package {
+            runs = try await BenchDevice(
+                address: device, package: package, adapter: adapter, modes: modeList, repetitions: self.repeat
+            ).run { emit($0) }
+        } else {
+            runs = try await runVirtual()
+        }
+        let cells = BenchCellSummary.summarise(runs)
+        if !json { print(BenchOutput.table(cells)) }
+        let report = BenchReport(
+            speedup: unthrottled ? .infinity : speedup, repetitions: self.repeat, startedAt: started, runs: runs,
+            cells: cells)
+        if let out {
+            var encodable = report
+            if unthrottled { encodable.speedup = 0 }  // JSON has no infinity: 0 means "no link model".
+            try BenchOutput.write(encodable, to: out)
+        }
+        if runs.contains(where: { !$0.completed || !$0.imageCorrect }) {
+            Console.warning("some runs failed or left a wrong image (see the table)")
+        }
+    }
+
+    /// The matrix on in-process virtual devices, `--parallel` cells at a time, in matrix order.
+    func runVirtual() async throws -> [BenchRun] {
+        struct Job: Sendable {
+            var index: Int
+            var mode: String
+            var profileName: String
+            var profile: DeviceProfile
+            var part: DFUPart
+            var repetition: Int
+        }
+        let effectiveSpeedup = unthrottled ? Double.infinity : speedup
+        var jobs: [Job] = []
+        for size in try sizeList() {
+            for name in profileList {
+                let loaded = try SimulatorProfiles.load(SimulatedDeviceRequest(parsing: name))
+                let profile = BenchRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
+                let part = BenchRunner.part(size: size, profile: profile)
+                for repetition in 1...self.repeat {
+                    for mode in modeList {
+                        jobs.append(
+                            Job(
+                                index: jobs.count, mode: mode, profileName: name, profile: profile, part: part,
+                                repetition: repetition))
+                    }
+                }
+            }
+        }
+        let timeout = Duration.milliseconds(Int64(checkpointTimeout * 1000))
+        let width = parallel
+        var results: [(Int, BenchRun)] = []
+        await withTaskGroup(of: (Int, BenchRun).self) { group in
+            var next = 0
+            func add(_ job: Job) {
+                group.addTask {
+                    let run = await BenchRunner.run(
+                        mode: job.mode, profileName: job.profileName, profile: job.profile, part: job.part,
+                        repetition: job.repetition, checkpointTimeout: timeout)
+                    return (job.index, run)
+                }
+            }
+            while next < min(width, jobs.count) {
+                add(jobs[next])
+                next += 1
+            }
+            for await result in group {
+                results.append(result)
+                emit(result.1)
+                if next < jobs.count {
+                    add(jobs[next])
+                    next += 1
+                }
+            }
+        }
+        return results.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    /// Progress: one line per finished run on standard error, or one NDJSON line with --json.
+    func emit(_ run: BenchRun) {
+        if json {
+            Console.jsonLine(run)
+            return
+        }
+        let ratio = run.ceilingBytesPerSecond > 0 ? " (\(BenchOutput.percent(run.bytesPerSecond / run.ceilingBytesPerSecond)))" : ""
+        let status = run.completed ? (run.imageCorrect ? "ok" : "WRONG IMAGE") : "failed: \(run.error ?? "?")"
+        Console.errorRaw(
+            "bench: \(run.mode) \(run.profile) \(BenchOutput.size(run.imageBytes)) #\(run.repetition): "
+                + "\(BenchOutput.kB(run.bytesPerSecond)) kB/s\(ratio), \(run.bytesResent) bytes resent, "
+                + "\(run.failedCheckpoints) failed checkpoints, \(status)")
+    }
+}

@@ -1,0 +1,212 @@
+import BLECore
+import CBlueZShim
+import Logging
+import PlatformIO
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The peripheral role on one BlueZ adapter: the ATT fixed channel listens for centrals and the controller
+/// advertises through legacy HCI advertising commands (docs/vm-test.md).
+///
+///     socket(AF_BLUETOOTH, SOCK_SEQPACKET|NONBLOCK|CLOEXEC, BTPROTO_L2CAP)
+///     bind(sockaddr_l2 { adapter identity address, psm 0, cid 4, LE public })  listen(1)  accept() → ATT bearer
+///
+///     raw HCI (``HCIChannel``):  LE Set Advertising Enable 0
+///                                [LE Set Random Address A]            (the advertisement's address is random)
+///                                LE Set Advertising Parameters (ADV_IND, own address public or random)
+///                                LE Set Advertising Data / LE Set Scan Response Data (``AdvertisingPayload``)
+///                                LE Set Advertising Enable 1
+///
+/// The kernel matches an incoming LE link to the listener by the adapter's identity address, so the advertised
+/// address can change (the buttonless jump moves a Nordic bootloader to address + 1) without touching the
+/// listener. The controller stops advertising when a central connects: call ``advertise(_:)`` again after each
+/// link. ``disconnect(_:)`` drops a link at once (the kernel otherwise keeps an idle LE link for seconds after the
+/// last socket closed). Advertising and Disconnect need CAP_NET_RAW.
+public actor BlueZPeripheral {
+    public nonisolated let adapter: BlueZAdapterInfo
+    /// The listening socket until closed (closing is idempotent: a descriptor number is never closed twice).
+    private nonisolated let listener: Mutex<SocketDescriptor?>
+    private var channel: HCIChannel?
+    private var advertising: Advertisement?
+    private let logger: Logger
+
+    /// Opens the listener and the HCI channel on `adapter` (which must be up).
+    public init(adapter: BlueZAdapterInfo, logger: Logger = Logger(label: "bledfu.bluez.peripheral")) throws(AdapterError) {
+        func failure(_ error: Errno, _ operation: BlueZOperation) -> AdapterError {
+            BlueZErrors.adapterError(errno: error.rawValue, operation: operation, adapter: adapter.name)
+        }
+        let fd: SocketDescriptor
+        do {
+            fd = try SocketDescriptor.open(domain: BLEDFU_AF_BLUETOOTH, type: SocketDescriptor.seqPacket, protocol: BLEDFU_BTPROTO_L2CAP)
+        } catch {
+            throw failure(error, .socket)
+        }
+        do throws(Errno) {
+            var local = BlueZSocketAddress.l2capATT(adapter.address, type: BLEDFU_BDADDR_LE_PUBLIC)
+            try withUnsafeBytes(of: &local) { (raw) throws(Errno) in try fd.bind(address: raw) }
+            try fd.listen(backlog: 1)
+        } catch {
+            try? fd.close()  // already failing with `error`
+            throw failure(error, .bind)
+        }
+        let channel: HCIChannel
+        do throws(AdapterError) {
+            channel = try HCIChannel.open(adapter: adapter)
+        } catch {
+            try? fd.close()
+            throw error
+        }
+        self.adapter = adapter
+        self.listener = Mutex(fd)
+        self.channel = channel
+        self.logger = logger
+    }
+
+    /// The advertisement on the air (nil before the first ``advertise(_:)`` and after ``stopAdvertising()``).
+    public var currentAdvertisement: Advertisement? { advertising }
+
+    /// Advertises `advertisement` (connectable, undirected, 100 ms interval) at its address: a random address is
+    /// set with LE Set Random Address; a public one must be the adapter's own.
+    public func advertise(_ advertisement: Advertisement) async throws(AdapterError) {
+        var channel = try open()
+        defer { self.channel = channel }
+        _ = try await channel.send(.leSetAdvertisingEnable(false))  // "disallowed" when already off: fine
+        let ownType: UInt8
+        switch advertisement.peer.type {
+        case .random:
+            try await require(.leSetRandomAddress(advertisement.peer.address), on: &channel, "set the random address")
+            ownType = 0x01
+        case .public:
+            guard adapter.address == nil || adapter.address == advertisement.peer.address else {
+                throw AdapterError(
+                    .badAddress,
+                    "\(adapter.name) has the public address \(adapter.address?.description ?? "?"); it cannot advertise "
+                        + "the public address \(advertisement.peer.address) (use a random address in the profile)")
+            }
+            ownType = 0x00
+        }
+        let payload = AdvertisingPayload(splitting: advertisement.data)
+        if !payload.dropped.isEmpty {
+            logger.debug("advertising data too long; dropped", metadata: ["structures": "\(payload.dropped.count)"])
+        }
+        try await require(.leSetAdvertisingParameters(ownAddressType: ownType), on: &channel, "set advertising parameters")
+        try await require(.leSetAdvertisingData(payload.advertisingData), on: &channel, "set advertising data")
+        try await require(.leSetScanResponseData(payload.scanResponse), on: &channel, "set scan response data")
+        try await require(.leSetAdvertisingEnable(true), on: &channel, "enable advertising")
+        advertising = advertisement
+        logger.debug(
+            "advertising", metadata: ["adapter": "\(adapter.name)", "address": "\(advertisement.peer)"])
+    }
+
+    /// Turns advertising off (best effort).
+    public func stopAdvertising() async {
+        guard var channel else { return }
+        _ = try? await channel.send(.leSetAdvertisingEnable(false))
+        self.channel = channel
+        advertising = nil
+    }
+
+    /// Waits for the next central. The bearer's link info has the central's address and the connection handle.
+    public nonisolated func accept() async throws(BearerError) -> SocketBearer {
+        while true {
+            guard let listener = listener.withLock({ $0 }) else { throw BearerError(.closed, "listener closed") }
+            var remote = sockaddr_l2()
+            var length = socklen_t(MemoryLayout<sockaddr_l2>.size)
+            let result = withUnsafeMutableBytes(of: &remote) { raw in
+                ioResultOrErrno {
+                    system_accept(listener.rawValue, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
+                }
+            }
+            switch result {
+            case .failure(let error):
+                if error == .badFileDescriptor || error == .invalidArgument { throw BearerError(.closed, "listener closed") }
+                throw BearerError(.system, "accept: \(error)", errno: error.rawValue)
+            case .success(.wouldBlock):
+                do throws(Errno) {
+                    try await listener.waitReadable()
+                } catch {
+                    throw BearerError(.closed, "listener closed")
+                }
+            case .success(.processed(let raw)):
+                // SocketBearer makes the descriptor non-blocking and close-on-exec.
+                let connection = SocketDescriptor(rawValue: raw)
+                let peer = BlueZSocketAddress.address(remote.l2_bdaddr).map {
+                    PeerAddress($0, type: remote.l2_bdaddr_type == BLEDFU_BDADDR_LE_RANDOM ? .random : .public)
+                }
+                let handle = L2CAPLinkQueries.connectionHandle(connection)
+                logger.debug("central connected", metadata: ["peer": "\(peer?.description ?? "?")", "handle": "\(handle ?? 0)"])
+                return SocketBearer(
+                    descriptor: connection, linkInfo: LinkInfo(peer: peer, connectionHandle: handle), logger: logger)
+            }
+        }
+    }
+
+    /// Drops the link of `handle` now (HCI Disconnect, reason 0x13) and waits up to `timeout` for Disconnection
+    /// Complete. Returns false when the controller refused or did not confirm in time.
+    @discardableResult
+    public func disconnect(handle: UInt16, timeout: Duration = .seconds(2)) async -> Bool {
+        guard var channel else { return false }
+        defer { self.channel = channel }
+        guard let answer = try? await channel.send(.disconnect(handle: handle)), answer.status == .success else {
+            return false
+        }
+        let event = try? await channel.waitForLinkEvent(timeout: timeout) {
+            if case .disconnectionComplete(_, handle, _) = $0 { return true }
+            return false
+        }
+        return event != nil
+    }
+
+    /// Stops advertising (without waiting for the answer), closes the listener (pending ``accept()`` calls end with
+    /// `.closed`) and the HCI channel. Idempotent.
+    public func close() {
+        if let channel {
+            _ = try? channel.socket.send(HCICommand.leSetAdvertisingEnable(false).packet)
+            channel.close()
+        }
+        channel = nil
+        advertising = nil
+        closeListener()
+    }
+
+    /// Closes the listener from any thread (a signal handler): ``accept()`` ends with `.closed`.
+    public nonisolated func closeListener() {
+        guard let fd = listener.withLock({ state -> SocketDescriptor? in
+            defer { state = nil }
+            return state
+        }) else { return }
+        try? fd.shutdown()  // a listening socket may answer ENOTCONN; close is what matters
+        try? fd.close()
+    }
+
+    private func open() throws(AdapterError) -> HCIChannel {
+        guard let channel else { throw AdapterError(.system, "\(adapter.name): peripheral closed") }
+        return channel
+    }
+
+    private func require(_ command: HCICommand, on channel: inout HCIChannel, _ what: String) async throws(AdapterError) {
+        let answer = try await channel.send(command)
+        guard answer.status == .success else {
+            throw AdapterError(.system, "\(adapter.name) refused to \(what): \(answer.status)")
+        }
+    }
+}
+
+/// Socket queries on a connected L2CAP LE socket.
+enum L2CAPLinkQueries {
+    /// L2CAP_CONNINFO's `hci_handle` (nil when the kernel does not say).
+    static func connectionHandle(_ socket: SocketDescriptor) -> UInt16? {
+        var info = l2cap_conninfo()
+        var length = socklen_t(MemoryLayout<l2cap_conninfo>.size)
+        switch valueOrErrno({ system_getsockopt(socket.rawValue, BLEDFU_SOL_L2CAP, BLEDFU_L2CAP_CONNINFO, &info, &length) }) {
+        case .success: return bledfu_btohs(info.hci_handle)
+        case .failure: return nil
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import BLECore
+
+/// A production-line plan (docs/batch.md): which devices, which package per device class, which adapters, and the
+/// policies. Made by ``PlanParser`` from YAML; every value carries the line it came from so later checks (a missing
+/// package, an unknown class) can still name the line.
+public struct BatchPlan: Sendable, Equatable {
+    /// One radio and how many links it may hold at once.
+    public struct Adapter: Sendable, Equatable {
+        /// As `--adapter` takes it: `hci0`, `any`, `virtual:DIR`.
+        public var name: String
+        public var connections: Int
+        /// Unique within the plan (the name, or `name#2` for a second entry with the same name).
+        public var label: String
+        public var line: Int
+
+        public init(name: String, connections: Int, label: String? = nil, line: Int = 0) {
+            self.name = name
+            self.connections = connections
+            self.label = label ?? name
+            self.line = line
+        }
+    }
+
+    /// A kind of device and the package it gets.
+    public struct DeviceClass: Sendable, Equatable {
+        public var name: String
+        /// As written in the plan (relative paths are relative to the plan's directory).
+        public var package: String
+        public var line: Int
+
+        public init(name: String, package: String, line: Int = 0) {
+            self.name = name
+            self.package = package
+            self.line = line
+        }
+    }
+
+    /// A device named by address.
+    public struct ExplicitDevice: Sendable, Equatable {
+        public var address: BluetoothAddress
+        public var addressType: AddressType
+        public var className: String
+        public var line: Int
+
+        public init(address: BluetoothAddress, addressType: AddressType = .random, className: String, line: Int = 0) {
+            self.address = address
+            self.addressType = addressType
+            self.className = className
+            self.line = line
+        }
+    }
+
+    /// Scanning for devices: the rules, how long to scan, and how many devices to expect.
+    public struct Discovery: Sendable, Equatable {
+        public var rules: [DiscoveryRule] = []
+        /// Seconds of scanning.
+        public var duration: Double = 10
+        /// Stop scanning once this many devices matched (nil: scan for the whole duration).
+        public var expect: Int?
+
+        public init(rules: [DiscoveryRule] = [], duration: Double = 10, expect: Int? = nil) {
+            self.rules = rules
+            self.duration = duration
+            self.expect = expect
+        }
+    }
+
+    /// What the line does around each device.
+    public struct Policies: Sendable, Equatable {
+        /// Attempts after the first one for a failed device.
+        public var retries = 1
+        /// Skip (record as done) a device whose application already runs the target version or newer.
+        public var skipAtTargetVersion = true
+        /// Start no new device once this many devices failed for good (nil: never stop).
+        public var stopAfterFailures: Int?
+
+        public init(retries: Int = 1, skipAtTargetVersion: Bool = true, stopAfterFailures: Int? = nil) {
+            self.retries = retries
+            self.skipAtTargetVersion = skipAtTargetVersion
+            self.stopAfterFailures = stopAfterFailures
+        }
+    }
+
+    /// Options handed to each device's flash (the same meaning as `bledfu flash`'s options).
+    public struct FlashOptions: Sendable, Equatable {
+        public var mode = "adaptive"
+        /// PEM keys the packages must verify with.
+        public var keys: [String] = []
+        public var scanTimeout: Double = 10
+        public var rebootDelay: Double = 0.5
+        public var reconnectAttempts = 5
+        /// Seconds allowed for connecting.
+        public var timeout: Double = 10
+        /// Give each unbonded device a bootloader name of its own (DfuXXXXXX), so devices stay apart after the jump.
+        public var uniqueBootloaderNames = true
+
+        public init() {}
+    }
+
+    public var adapters: [Adapter]
+    public var classes: [DeviceClass]
+    public var devices: [ExplicitDevice]
+    public var discovery: Discovery
+    public var policies: Policies
+    public var flash: FlashOptions
+
+    public init(
+        adapters: [Adapter], classes: [DeviceClass], devices: [ExplicitDevice] = [], discovery: Discovery = Discovery(),
+        policies: Policies = Policies(), flash: FlashOptions = FlashOptions()
+    ) {
+        self.adapters = adapters
+        self.classes = classes
+        self.devices = devices
+        self.discovery = discovery
+        self.policies = policies
+        self.flash = flash
+    }
+
+    public func deviceClass(named name: String) -> DeviceClass? { classes.first { $0.name == name } }
+
+    /// All links the line may hold at once.
+    public var totalConnections: Int { adapters.reduce(0) { $0 + $1.connections } }
+}
+
+/// Why a plan was rejected: the line (1-based, when known) and the reason. Codes are an open set.
+public struct PlanError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// Not YAML at all (the YAML parser's own message).
+        public static let syntax = Code(rawValue: "syntax")
+        /// A key the plan format does not know.
+        public static let unknownKey = Code(rawValue: "unknown-key")
+        /// A required key is missing.
+        public static let missingKey = Code(rawValue: "missing-key")
+        /// A value of the wrong type or out of range.
+        public static let badValue = Code(rawValue: "bad-value")
+        /// A device or rule names a class the plan does not define.
+        public static let unknownClass = Code(rawValue: "unknown-class")
+        /// A package is missing or invalid.
+        public static let badPackage = Code(rawValue: "bad-package")
+        public var description: String { rawValue }
+    }
+
+    public var code: Code
+    public var line: Int?
+    public var reason: String
+
+    public init(_ code: Code, line: Int?, _ reason: String) {
+        self.code = code
+        self.line = line
+        self.reason = reason
+    }
+
+    public var description: String { line.map { "line \($0): \(reason)" } ?? reason }
+}

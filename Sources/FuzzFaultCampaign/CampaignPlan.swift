@@ -1,0 +1,114 @@
+import DFUSimulator
+
+/// SplitMix64: the campaign's deterministic generator (one seed gives the same runs on every machine).
+struct CampaignRandom {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    /// Uniform in 0..<bound (bound > 0).
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(max(1, bound))) }
+    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
+    mutating func chance(_ p: Double) -> Bool { Double(next() >> 11) / Double(1 << 53) < p }
+}
+
+/// The kinds of fault a run may get. `kill` is done by the campaign (the upload task is cancelled without Abort and
+/// its link closed, as when the bledfu process is killed); the others are the virtual device's `FaultPlan`.
+enum CampaignFault: String, CaseIterable, Comparable {
+    case disconnectAtBytes = "disconnect-after-bytes"
+    case disconnectAtStep = "disconnect-at-step"
+    case disconnectRate = "disconnect-rate"
+    case kill
+    case powerLoss = "power-loss"
+    case drop = "silent-drops"
+    case stall
+    case corruptFlash = "corrupt-flash"
+    case reject = "rejected-operation"
+
+    static func < (a: CampaignFault, b: CampaignFault) -> Bool { a.rawValue < b.rawValue }
+
+    /// Faults that only drop the link (for the bytes-resent-per-disconnect figure). Power loss is not one: it also
+    /// loses queued flash writes.
+    var interruptsOnly: Bool { [.disconnectAtBytes, .disconnectAtStep, .kill].contains(self) }
+}
+
+/// Everything random about one upload.
+struct RunPlan: CustomStringConvertible {
+    var index: Int
+    var seed: UInt64
+    var imageSize: Int
+    var mtu: UInt16
+    var saveProgress: Bool
+    var pacing: String
+    var faults: FaultPlan
+    var kinds: [CampaignFault]
+    /// Kill the upload after this many Packet writes, counted over all attempts (each fires once).
+    var killsAfterPackets: [Int]
+    var items: [String]
+
+    static let steps = [
+        "select-command", "create-command", "execute-command", "set-prn", "select-data", "create-data", "checksum",
+        "execute-data", "final-execute",
+    ]
+    /// Result codes a bootloader may answer (nrf_dfu_req_handler.c): invalid parameter, insufficient resources,
+    /// invalid object, unsupported type, operation not permitted, operation failed, extended (with its code).
+    static let rejections = ["03", "04", "05", "07", "08", "0A", "0B:07", "0B:08", "0B:0C"]
+
+    init(index: Int, campaignSeed: UInt64) {
+        self.index = index
+        var random = CampaignRandom(state: campaignSeed &* 0x1000_0001 &+ UInt64(index))
+        seed = random.next()
+        imageSize = 2_000 + random.below(18_000)
+        mtu = random.pick([23, 64, 185, 247])
+        saveProgress = random.chance(0.5)
+        var kinds: [CampaignFault] = []
+        for _ in 0..<(1 + random.below(3)) {
+            let kind = random.pick(CampaignFault.allCases)
+            if !kinds.contains(kind) { kinds.append(kind) }
+        }
+        // PRN policies wait for receipts without asking; with silent drops every lost receipt costs a timeout.
+        let lossy = kinds.contains(.drop) || kinds.contains(.stall)
+        pacing = lossy ? random.pick(["adaptive", "checksum:8", "object"]) : random.pick(["adaptive", "prn:12", "object", "checksum:16", "nrfutil"])
+        var items = ["seed=\(seed)"]
+        var kills: [Int] = []
+        let total = imageSize + 150
+        let packetSize = Int(mtu) - 3
+        for kind in kinds {
+            switch kind {
+            case .disconnectAtBytes: items.append("disconnect-after-bytes=\(1 + random.below(total))")
+            case .disconnectAtStep:
+                items.append("disconnect-at=\(random.pick(["before-", "after-"]))\(random.pick(Self.steps))#\(1 + random.below(2))")
+            case .disconnectRate: items.append("disconnect-rate=0.00\(1 + random.below(3))")
+            case .kill:
+                kills.append(1 + random.below(max(1, total / packetSize)))
+                if random.chance(0.3) { kills.append(kills[0] + 1 + random.below(40)) }
+            case .powerLoss:
+                if random.chance(0.5) {
+                    items.append("power-loss-after-bytes=\(1 + random.below(total))")
+                } else {
+                    items.append("power-loss-at=\(random.pick(["before-", "after-"]))\(random.pick(Self.steps))")
+                }
+            case .drop: items.append("drop-rate=0.0\(1 + random.below(4))")
+            case .stall: items.append("stall-at=\(random.pick(Self.steps))#\(1 + random.below(2))")
+            case .corruptFlash: items.append("corrupt-flash-at=\(random.below(imageSize))")
+            case .reject:
+                let step = random.pick(Self.steps.filter { $0 != "set-prn" })
+                items.append("reject-at=\(step):\(random.pick(Self.rejections))")
+            }
+        }
+        killsAfterPackets = kills.sorted()
+        self.items = items
+        self.kinds = kinds.sorted()
+        faults = (try? FaultPlan(parsing: items)) ?? FaultPlan(seed: seed)
+    }
+
+    var description: String {
+        let kills = killsAfterPackets.isEmpty ? "" : " kill-after-packets=\(killsAfterPackets.map(String.init).joined(separator: "/"))"
+        return "run \(index): \(imageSize) B, MTU \(mtu), \(pacing), save_progress=\(saveProgress), "
+            + items.joined(separator: ",") + kills
+    }
+}

@@ -1,0 +1,228 @@
+/// `adaptive`, the default write mode: a value-type state machine that learns, per connection, how fast a device
+/// takes data. It has no clock and no knowledge of the device model; it adapts from checkpoint outcomes only.
+///
+/// - **Checkpoint interval** (packets between checkpoints). It starts at ``Tuning/initialInterval`` with Calculate
+///   Checksum checkpoints and doubles after each clean checkpoint. Once it covers a whole data object the policy
+///   *streams*: each object goes out in one burst, checked once at its end. A shortfall, a CRC mismatch or a
+///   timeout halves the interval, which brings checkpoints inside objects back.
+/// - **Receipts instead of checksums.** After ``Tuning/receiptsAfterCleanObjects`` clean objects in a row, on a
+///   connection that has never failed a checkpoint and no longer uses a prepare delay (the device keeps up with
+///   the link), the object's checkpoint becomes the Packet Receipt Notification
+///   that falls on its last packet (PRN = packets per object): no request round trip. A device that drops packets
+///   may never send that receipt (a write dropped for want of a buffer is not counted), so the first failure ends
+///   receipts for the connection; devices that drop packets show it within the first objects, before receipts
+///   start.
+/// - **Prepare delay**, a pause after Create Data before the object's first packet. Bootloaders queue the page
+///   erase on Create and drop packets that find the flash queue or the receive buffers full; a host faster than the
+///   flash overruns them. The delay starts at ``Tuning/delayStep`` (a page erase on nRF52 takes about 85 ms) and
+///   halves after every ``Tuning/confirmObjects`` clean objects while nothing was ever lost, down to zero. A loss
+///   before anything came back clean since Create (at most once per object) marks the delay as too short and raises
+///   it (``Tuning/delayStep``, then doubling, up to ``Tuning/maximumDelay``); a delay that carried
+///   ``Tuning/confirmObjects`` objects in a row cleanly is enough. Between the longest delay too short and the
+///   shortest enough the policy bisects until they are within ``Tuning/delayTolerance`` of each other.
+/// - **Losses later in an object** (after a clean checkpoint in it) mean the device writes slower than the link
+///   delivers: the interval halves and is capped there until ``Tuning/receiptsAfterCleanObjects`` objects went
+///   through cleanly, so the checkpoints inside objects pace the link.
+///
+/// Events in: ``nextBurst(packetsLeftInObject:)``, ``record(_:)`` (each checkpoint), ``slowDown()`` (the engine's
+/// "too many failures in a row"). Decisions out: ``PacingBurst``, ``packetReceiptInterval`` and
+/// ``delayAfterCreate(objectIndex:)``. ``snapshot`` / ``init(resuming:tuning:)`` carry what one connection learned
+/// into the next connection to the same device.
+public struct AdaptiveStreamPacing: PacingPolicy {
+    /// The constants of the adaptation.
+    public struct Tuning: Hashable, Sendable {
+        /// Packets between checkpoints at the start.
+        public var initialInterval: Int
+        /// The prepare delay at the start, and the first one after a loss at zero delay.
+        public var delayStep: Duration
+        /// The largest prepare delay.
+        public var maximumDelay: Duration
+        /// Clean objects in a row that confirm a prepare delay as enough.
+        public var confirmObjects: Int
+        /// Bisection stops when (enough − too short) ≤ enough × this.
+        public var delayTolerance: Double
+        /// Clean objects in a row (and no failure ever) before object checkpoints become receipts; also how many
+        /// clean objects lift an interval cap.
+        public var receiptsAfterCleanObjects: Int
+
+        public init(
+            initialInterval: Int = 4, delayStep: Duration = .milliseconds(40), maximumDelay: Duration = .seconds(1),
+            confirmObjects: Int = 3, delayTolerance: Double = 0.3, receiptsAfterCleanObjects: Int = 4
+        ) {
+            self.initialInterval = max(1, initialInterval)
+            self.delayStep = delayStep
+            self.maximumDelay = maximumDelay
+            self.confirmObjects = max(1, confirmObjects)
+            self.delayTolerance = min(max(delayTolerance, 0.01), 1)
+            self.receiptsAfterCleanObjects = max(0, receiptsAfterCleanObjects)
+        }
+    }
+
+    /// What a connection learned (for the next connection to the same device).
+    public struct Snapshot: Hashable, Sendable, Codable {
+        public var interval: Int
+        public var objectPackets: Int
+        public var prepareDelayMicros: Int64
+        public var delayTooShortMicros: Int64?
+        public var delayEnoughMicros: Int64?
+        /// A checkpoint failed on that connection: no receipts.
+        public var failed: Bool
+    }
+
+    public let tuning: Tuning
+    /// Packets between checkpoints (≥ ``objectPackets`` means streaming whole objects).
+    public private(set) var interval: Int
+    /// Packets in the largest data object seen so far (0 before the first burst).
+    public private(set) var objectPackets = 0
+    /// Upper bound of ``interval`` after losses inside objects or ``slowDown()`` (nil: none).
+    public private(set) var intervalCap: Int?
+    /// The pause after Create Data.
+    public private(set) var prepareDelay: Duration
+    /// The longest prepare delay that lost packets.
+    public private(set) var delayTooShort: Duration?
+    /// The shortest prepare delay that carried ``Tuning/confirmObjects`` objects cleanly.
+    public private(set) var delayEnough: Duration?
+    public private(set) var cleanCheckpoints = 0
+    public private(set) var failedCheckpoints = 0
+    /// Objects whose closing checkpoint came back clean since the last failure.
+    public private(set) var cleanObjectsInARow = 0
+    var cleanObjectsAtDelay = 0
+    var cleanObjectsSinceCap = 0
+    /// The burst handed out last runs to the end of the object, so its checkpoint closes the object.
+    var burstEndsObject = false
+    /// No clean checkpoint since Create Data yet: losses now point at the prepare delay.
+    var freshObject = true
+    /// The prepare delay was already found too short for the current object.
+    var delayFailedForObject = false
+
+    public init(tuning: Tuning = Tuning()) {
+        self.tuning = tuning
+        self.interval = tuning.initialInterval
+        self.prepareDelay = tuning.delayStep
+    }
+
+    /// Starts from what an earlier connection to the same device learned.
+    public init(resuming snapshot: Snapshot, tuning: Tuning = Tuning()) {
+        self.init(tuning: tuning)
+        interval = max(1, snapshot.interval)
+        objectPackets = max(0, snapshot.objectPackets)
+        prepareDelay = .microseconds(max(0, snapshot.prepareDelayMicros))
+        delayTooShort = snapshot.delayTooShortMicros.map { .microseconds(max(0, $0)) }
+        delayEnough = snapshot.delayEnoughMicros.map { .microseconds(max(0, $0)) }
+        failedCheckpoints = snapshot.failed ? 1 : 0
+    }
+
+    public var snapshot: Snapshot {
+        Snapshot(
+            interval: interval, objectPackets: objectPackets, prepareDelayMicros: Self.micros(prepareDelay),
+            delayTooShortMicros: delayTooShort.map(Self.micros), delayEnoughMicros: delayEnough.map(Self.micros),
+            failed: failedCheckpoints > 0)
+    }
+
+    /// Whole objects in one burst.
+    public var isStreaming: Bool { objectPackets > 1 && interval >= objectPackets }
+
+    /// Streaming, and the object's checkpoint is the receipt on its last packet.
+    public var usesReceipts: Bool {
+        isStreaming && failedCheckpoints == 0 && prepareDelay == .zero
+            && cleanObjectsInARow >= tuning.receiptsAfterCleanObjects
+    }
+
+    public var packetReceiptInterval: UInt16 { usesReceipts ? UInt16(clamping: objectPackets) : 0 }
+
+    public func delayAfterCreate(objectIndex: Int) -> Duration? { prepareDelay > .zero ? prepareDelay : nil }
+
+    public mutating func nextBurst(packetsLeftInObject: Int) -> PacingBurst {
+        let left = max(1, packetsLeftInObject)
+        // The largest object so far (the first one): stream only once the interval covers it.
+        objectPackets = max(objectPackets, left)
+        if isStreaming {
+            burstEndsObject = true
+            return PacingBurst(packets: left, checkpoint: usesReceipts ? .packetReceipt : .checksum)
+        }
+        burstEndsObject = interval >= left
+        return PacingBurst(packets: interval, checkpoint: .checksum)
+    }
+
+    public mutating func record(_ outcome: CheckpointOutcome) {
+        switch outcome {
+        case .clean:
+            cleanCheckpoints += 1
+            freshObject = false
+            var grown = interval * 2
+            if let intervalCap { grown = min(grown, intervalCap) }
+            // Beyond one object there is nothing more to gain.
+            interval = objectPackets > 0 ? min(grown, max(objectPackets, 1)) : grown
+            if burstEndsObject { objectClosedCleanly() }
+        case .shortfall, .mismatch, .timeout:
+            failedCheckpoints += 1
+            cleanObjectsInARow = 0
+            interval = max(1, min(interval, max(objectPackets, 1)) / 2)
+            if freshObject {
+                // Lost before anything came back clean since Create Data: the device was still busy (erasing,
+                // writing the previous object).
+                if !delayFailedForObject { delayTooShortNow() }
+                delayFailedForObject = true
+            } else {
+                // Lost after a clean checkpoint in the same object: the device writes slower than the link delivers.
+                intervalCap = interval
+                cleanObjectsSinceCap = 0
+            }
+            // A mismatch makes the engine create the object again; a shortfall continues inside it.
+            if outcome == .mismatch { startObject() }
+        }
+        burstEndsObject = false
+    }
+
+    public mutating func slowDown() {
+        intervalCap = max(1, tuning.initialInterval / 2)
+        cleanObjectsSinceCap = 0
+        interval = 1
+        delayTooShortNow()
+    }
+
+    mutating func startObject() {
+        freshObject = true
+        delayFailedForObject = false
+    }
+
+    mutating func objectClosedCleanly() {
+        cleanObjectsInARow += 1
+        startObject()
+        cleanObjectsSinceCap += 1
+        if cleanObjectsSinceCap >= max(tuning.receiptsAfterCleanObjects, 1) { intervalCap = nil }
+        cleanObjectsAtDelay += 1
+        guard cleanObjectsAtDelay >= tuning.confirmObjects else { return }
+        guard let tooShort = delayTooShort else {
+            // Nothing lost yet: the device may not need the delay at all.
+            let half = Self.micros(prepareDelay) / 2
+            prepareDelay = half < 5_000 ? .zero : .microseconds(half)
+            cleanObjectsAtDelay = 0
+            return
+        }
+        let enough = min(delayEnough ?? prepareDelay, prepareDelay)
+        delayEnough = enough
+        cleanObjectsAtDelay = 0
+        if Self.micros(enough - tooShort) > Int64(Double(Self.micros(enough)) * tuning.delayTolerance) {
+            prepareDelay = .microseconds((Self.micros(tooShort) + Self.micros(enough)) / 2)
+        } else {
+            prepareDelay = enough
+        }
+    }
+
+    mutating func delayTooShortNow() {
+        let failed = prepareDelay
+        delayTooShort = max(delayTooShort ?? .zero, failed)
+        if let enough = delayEnough, enough <= failed { delayEnough = nil }
+        let raised = failed == .zero ? tuning.delayStep : failed * 2
+        prepareDelay = min(delayEnough ?? raised, tuning.maximumDelay)
+        cleanObjectsAtDelay = 0
+    }
+
+    public var description: String { "adaptive" }
+
+    /// Whole microseconds (truncated).
+    static func micros(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+    }
+}

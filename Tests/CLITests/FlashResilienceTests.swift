@@ -1,0 +1,196 @@
+import Foundation
+import SecureDFU
+import Testing
+
+@testable import BledfuCLI
+
+/// `bledfu flash` as a process against `bledfu simulate`: no reconnect when asked, kill -9 then `bledfu resume`, a
+/// stalling device, `--name` and `--unique-name`.
+@Suite(.serialized) struct FlashResilienceTests {
+    /// `--reconnect-attempts 0`: the first lost link ends the run (exit 43, no reconnect, the journal kept, the
+    /// resume command printed); `bledfu resume` then finishes the update.
+    @Test func reconnectAttemptsZeroNeverReconnects() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
+        let simulator = try FlashSimulator(
+            directory: directory, speedup: 1000, extraArguments: ["--fault", "disconnect-after-bytes=10000"])
+        defer { simulator.stop() }
+        let state = directory.appendingPathComponent("state")
+
+        let result = try CLIRunner.run(
+            [
+                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
+                "--state-dir", state.path, "--reconnect-attempts", "0",
+            ], timeout: 60)
+        #expect(result.status == FlashExit.linkLost, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
+        let events = CLIRunner.events(result)
+        #expect(!events.contains { $0["state"] as? String == "reconnecting" }, "reconnected: \(result.stdout)")
+        let final = events.last { $0["event"] as? String == "result" }
+        #expect(final?["reconnects"] as? Int == 0)
+        let message = (final?["message"] as? String ?? "") + result.stderr
+        #expect(message.contains("--reconnect-attempts 0"), "\(message)")
+        #expect(message.contains("bledfu resume --device \(FlashFixture.device)"), "\(message)")
+        #expect(!JournalFileStore.all(in: state).isEmpty)
+
+        let resumed = try CLIRunner.run(
+            ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 60)
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        let installed = simulator.waitForApplication(sha256: sha)
+        #expect(FlashCampaignSupport.applicationSHA(installed) == sha)
+    }
+
+    /// kill -9 at seeded points (after a seeded number of executed objects, plus a seeded delay), then
+    /// `bledfu resume`: every time the device ends with the package's image. One simulator, three cycles.
+    @Test func killNineThenResumeAtSeededPoints() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 48_000)
+        let simulator = try FlashSimulator(directory: directory, speedup: 10)
+        defer { simulator.stop() }
+        var random = SeededRandom(seed: 0x0009_1111)
+        for cycle in 0..<3 {
+            let state = directory.appendingPathComponent("state-\(cycle)")
+            let objects = 1 + Int(random.next() % 8)  // of 12
+            let extraMicroseconds = useconds_t(random.next() % 40_000)
+            let flash = Process()
+            flash.executableURL = CLIRunner.binary
+            flash.arguments = [
+                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
+                "--state-dir", state.path,
+            ]
+            flash.standardOutput = FileHandle.nullDevice
+            flash.standardError = FileHandle.nullDevice
+            try flash.run()
+            var executed = 0
+            for _ in 0..<4000 where executed < objects && flash.isRunning {
+                executed = JournalFileStore.all(in: state).first?.file.journal.executed.count ?? 0
+                usleep(2_000)
+            }
+            usleep(extraMicroseconds)
+            let killedWhileRunning = flash.isRunning
+            kill(flash.processIdentifier, SIGKILL)
+            flash.waitUntilExit()
+            #expect(killedWhileRunning, "cycle \(cycle): flash ended before the kill point (\(objects) objects)")
+            #expect(flash.terminationReason == .uncaughtSignal)
+            #expect(!JournalFileStore.all(in: state).isEmpty, "cycle \(cycle): no journal after kill -9")
+
+            let resumed = try CLIRunner.run(
+                ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 90)
+            #expect(resumed.status == 0, "cycle \(cycle), killed after \(objects) objects: \(resumed.stderr)")
+            let installed = simulator.waitForApplication(sha256: sha)
+            #expect(FlashCampaignSupport.applicationSHA(installed) == sha, "cycle \(cycle)")
+            #expect(JournalFileStore.all(in: state).isEmpty)
+        }
+    }
+
+    /// Ctrl-C twice: the first asks for a stop at the next safe point, the second exits at once (130); the journal
+    /// of the executed objects stays for `bledfu resume`.
+    @Test func secondInterruptExitsAtOnce() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 96_000)
+        let simulator = try FlashSimulator(directory: directory, speedup: 2)
+        defer { simulator.stop() }
+        let state = directory.appendingPathComponent("state")
+        let flash = Process()
+        flash.executableURL = CLIRunner.binary
+        flash.arguments = [
+            "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
+            "--state-dir", state.path,
+        ]
+        let errors = Pipe()
+        flash.standardError = errors
+        flash.standardOutput = FileHandle.nullDevice
+        try flash.run()
+        defer { if flash.isRunning { flash.terminate() } }
+        for _ in 0..<3000 where JournalFileStore.all(in: state).isEmpty && flash.isRunning { usleep(5_000) }
+        flash.interrupt()
+        usleep(20_000)
+        flash.interrupt()
+        flash.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
+        #expect(stderr.contains("bledfu: interrupted"), "\(stderr)")
+        #expect(!JournalFileStore.all(in: state).isEmpty)
+    }
+
+    /// A device that stops answering mid-transfer: exit 42 with a one-line reason, in bounded time (the process
+    /// would be killed and the test fail after 30 s).
+    @Test func stallingDeviceEndsWithATimeout() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
+        let simulator = try FlashSimulator(
+            directory: directory, speedup: 1000, extraArguments: ["--fault", "stall-at=create-data#3"])
+        defer { simulator.stop() }
+        let result = try CLIRunner.run(
+            [
+                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
+                "--state-dir", directory.appendingPathComponent("state").path, "--timeout", "1",
+                "--reconnect-attempts", "0",
+            ], timeout: 30)
+        #expect(result.status == FlashExit.timeout, "stderr: \(result.stderr)")
+        #expect(result.errorLines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("no answer") || result.stderr.contains("stopped answering"), "\(result.stderr)")
+    }
+
+    /// `--name`: the device is found by its advertised name (prefix), jumps, and is updated.
+    @Test func flashByName() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 12_000)
+        let simulator = try FlashSimulator(directory: directory, speedup: 1000)
+        defer { simulator.stop() }
+        let result = try CLIRunner.run(
+            [
+                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--name", "Brace", "--json",
+                "--state-dir", directory.appendingPathComponent("state").path, "--scan-timeout", "5",
+            ], timeout: 60)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let states = CLIRunner.events(result).compactMap { $0["state"] as? String }
+        #expect(states.prefix(2).contains("scanning"), "\(states)")
+        #expect(states.contains("application-mode"))
+        #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: sha)) == sha)
+    }
+
+    /// `--unique-name`: the app is asked to advertise DfuXXXXXX (the address's last three bytes) in its bootloader,
+    /// and the bootloader is found by that name.
+    @Test func uniqueBootloaderNameIsUsedToFindTheBootloader() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 12_000)
+        let simulator = try FlashSimulator(directory: directory, speedup: 1000)
+        defer { simulator.stop() }
+        let result = try CLIRunner.run(
+            [
+                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
+                "--state-dir", directory.appendingPathComponent("state").path, "--unique-name",
+            ], timeout: 60)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let events = CLIRunner.events(result)
+        #expect(!events.contains { $0["event"] as? String == "warning" }, "\(result.stdout)")
+        let found = events.first { $0["state"] as? String == "found" }
+        #expect(found?["name"] as? String == "Dfu030201", "\(result.stdout)")
+        #expect(found?["by"] as? String == "name")
+        #expect(found?["address"] as? String == "C6:05:04:03:02:02")
+        #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: sha)) == sha)
+    }
+}
+
+enum FlashCampaignSupport {
+    static func applicationSHA(_ status: [String: Any]?) -> String? {
+        slot(status, "application")?["sha256"].flatMap { $0 as? String }?.lowercased()
+    }
+
+    static func slot(_ status: [String: Any]?, _ name: String) -> [String: Any]? {
+        (status?["installed"] as? [String: Any])?[name] as? [String: Any]
+    }
+
+    /// A device's status file in the simulator's status directory, by identity address.
+    static func status(_ simulator: FlashSimulator, address: String) -> [String: Any]? {
+        let file = simulator.statusDirectory.appendingPathComponent(address.replacingOccurrences(of: ":", with: "-") + ".json")
+        guard let data = FileManager.default.contents(atPath: file.path) else { return nil }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+    }
+}

@@ -1,0 +1,223 @@
+import DFUPackage
+import DFUProtocol
+import DFUSimulator
+import Testing
+
+@testable import SecureDFU
+
+/// The adaptive write mode as a state machine: checkpoint outcomes in, bursts, PRN and prepare delays out.
+@Suite struct AdaptiveStreamPacingTests {
+    /// 17 packets of 244 bytes make one 4096-byte object at ATT_MTU 247.
+    static let objectPackets = 17
+
+    @Test func startsWithChecksumsAndOneEraseStepOfDelay() {
+        var policy = AdaptiveStreamPacing()
+        #expect(policy.packetReceiptInterval == 0)
+        #expect(policy.delayAfterCreate(objectIndex: 0) == .milliseconds(40))
+        #expect(policy.nextBurst(packetsLeftInObject: Self.objectPackets) == PacingBurst(packets: 4, checkpoint: .checksum))
+        #expect(policy.objectPackets == Self.objectPackets)
+        #expect(!policy.isStreaming)
+    }
+
+    @Test func cleanCheckpointsGrowIntoStreamingWholeObjects() {
+        var policy = AdaptiveStreamPacing()
+        var left = Self.objectPackets
+        var bursts: [Int] = []
+        while left > 0 {
+            let burst = policy.nextBurst(packetsLeftInObject: left)
+            let sent = min(burst.packets, left)
+            bursts.append(sent)
+            left -= sent
+            policy.record(.clean)
+        }
+        #expect(bursts == [4, 8, 5])
+        #expect(policy.isStreaming)
+        // Whole objects, one Calculate Checksum each, until enough objects went through cleanly.
+        #expect(policy.packetReceiptInterval == 0)
+        #expect(
+            policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+                == PacingBurst(packets: Self.objectPackets, checkpoint: .checksum))
+        #expect(policy.delayAfterCreate(objectIndex: 1) == .milliseconds(40))
+    }
+
+    @Test func theDelayHalvesAwayWhileNothingIsLost() {
+        var policy = AdaptiveStreamPacing()
+        var delays: [Duration] = []
+        for _ in 0..<12 {
+            _ = policy.nextBurst(packetsLeftInObject: 1)
+            policy.record(.clean)
+            delays.append(policy.prepareDelay)
+        }
+        #expect(delays[2] == .milliseconds(20))
+        #expect(delays[5] == .milliseconds(10))
+        #expect(delays[8] == .milliseconds(5))
+        #expect(delays[11] == .zero)
+        #expect(policy.delayAfterCreate(objectIndex: 12) == nil)
+    }
+
+    @Test func receiptsReplaceChecksumsAfterCleanObjects() {
+        var policy = streaming()  // object 0 closed cleanly
+        for _ in 0..<11 {
+            // Not while a prepare delay is in use: that device may drop packets, and with them the receipt.
+            #expect(policy.packetReceiptInterval == 0)
+            _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+            policy.record(.clean)
+        }
+        #expect(policy.prepareDelay == .zero)
+        #expect(policy.usesReceipts)
+        #expect(policy.packetReceiptInterval == UInt16(Self.objectPackets))
+        #expect(
+            policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+                == PacingBurst(packets: Self.objectPackets, checkpoint: .packetReceipt))
+        // A lost receipt would stall the transfer: the first failure ends receipts for the connection.
+        policy.record(.timeout)
+        #expect(policy.packetReceiptInterval == 0)
+        for _ in 0..<10 {
+            _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+            policy.record(.clean)
+        }
+        #expect(!policy.usesReceipts)
+    }
+
+    @Test(arguments: [CheckpointOutcome.shortfall, .mismatch, .timeout])
+    func aLossRightAfterCreateRaisesThePrepareDelay(outcome: CheckpointOutcome) {
+        var policy = streaming()
+        _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+        policy.record(outcome)
+        #expect(!policy.isStreaming)
+        #expect(policy.interval == 8)
+        #expect(policy.delayAfterCreate(objectIndex: 1) == .milliseconds(80))
+        #expect(policy.delayTooShort == .milliseconds(40))
+        #expect(policy.intervalCap == nil)
+        #expect(policy.failedCheckpoints == 1)
+        #expect(policy.nextBurst(packetsLeftInObject: 10) == PacingBurst(packets: 8, checkpoint: .checksum))
+    }
+
+    @Test func aLossLaterInAnObjectCapsTheInterval() {
+        var policy = AdaptiveStreamPacing()
+        _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)  // 4 packets
+        policy.record(.clean)
+        _ = policy.nextBurst(packetsLeftInObject: 13)  // 8 packets
+        policy.record(.shortfall)
+        #expect(policy.prepareDelay == .milliseconds(40))  // the device took the first burst: not a prepare problem
+        #expect(policy.interval == 4)
+        #expect(policy.intervalCap == 4)
+        for left in [9, 5, 1] {
+            _ = policy.nextBurst(packetsLeftInObject: left)
+            policy.record(.clean)
+        }
+        #expect(policy.interval == 4)  // capped until enough objects went through cleanly
+    }
+
+    @Test func prepareDelayDoublesPerLossUpToTheMaximum() {
+        var policy = AdaptiveStreamPacing()
+        var delays: [Duration] = []
+        for _ in 0..<8 {
+            _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+            policy.record(.mismatch)  // the engine creates the object again: a fresh object each time
+            delays.append(policy.prepareDelay)
+        }
+        #expect(Array(delays.prefix(4)) == [80, 160, 320, 640].map { Duration.milliseconds($0) })
+        #expect(Array(delays.suffix(4)) == [.seconds(1), .seconds(1), .seconds(1), .seconds(1)])
+        #expect(policy.interval == 1)
+    }
+
+    @Test func oneLossPerObjectCountsForTheDelay() {
+        var policy = AdaptiveStreamPacing()
+        _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+        policy.record(.shortfall)  // continues inside the same object
+        _ = policy.nextBurst(packetsLeftInObject: 16)
+        policy.record(.shortfall)
+        #expect(policy.prepareDelay == .milliseconds(80))
+    }
+
+    @Test func prepareDelayBisectsBetweenTooShortAndEnough() {
+        var policy = AdaptiveStreamPacing()
+        func object(_ outcome: CheckpointOutcome) {
+            _ = policy.nextBurst(packetsLeftInObject: 1)
+            policy.record(outcome)
+        }
+        object(.mismatch)  // 40 ms too short
+        #expect(policy.prepareDelay == .milliseconds(80))
+        for _ in 0..<3 { object(.clean) }  // 80 ms enough: try halfway
+        #expect(policy.delayEnough == .milliseconds(80))
+        #expect(policy.prepareDelay == .milliseconds(60))
+        for _ in 0..<3 { object(.clean) }
+        #expect(policy.prepareDelay == .milliseconds(50))
+        object(.mismatch)  // 50 ms too short: back to the shortest enough
+        #expect(policy.delayTooShort == .milliseconds(50))
+        #expect(policy.prepareDelay == .milliseconds(60))
+        for _ in 0..<6 { object(.clean) }
+        #expect(policy.prepareDelay == .milliseconds(60))  // 60 - 50 is within 30 % of 60: settled
+        #expect(policy.delayEnough == .milliseconds(60))
+    }
+
+    @Test func slowDownCapsTheInterval() {
+        var policy = streaming()
+        policy.slowDown()
+        #expect(policy.interval == 1)
+        #expect(policy.intervalCap == 2)
+        #expect(policy.prepareDelay == .milliseconds(80))
+        _ = policy.nextBurst(packetsLeftInObject: 100)
+        policy.record(.clean)
+        _ = policy.nextBurst(packetsLeftInObject: 98)
+        policy.record(.clean)
+        #expect(policy.interval == 2)
+        #expect(!policy.isStreaming)
+    }
+
+    @Test func snapshotCarriesTheLearnedStateToTheNextConnection() {
+        var policy = streaming()
+        _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+        policy.record(.shortfall)
+        let resumed = AdaptiveStreamPacing(resuming: policy.snapshot)
+        #expect(resumed.snapshot == policy.snapshot)
+        #expect(resumed.prepareDelay == .milliseconds(80))
+        #expect(resumed.delayTooShort == .milliseconds(40))
+        #expect(resumed.interval == policy.interval)
+        #expect(resumed.failedCheckpoints == 1)
+    }
+
+    @Test func adaptiveIsTheParsedDefault() throws {
+        let policy = try PacingPolicies.parse("adaptive")
+        #expect(policy is AdaptiveStreamPacing)
+        #expect(policy.description == "adaptive")
+    }
+
+    /// The whole engine with this policy against the simulator's bootloader (pure, no time): the image arrives,
+    /// and once no prepare delay is needed every full object ends with a receipt instead of a Calculate Checksum.
+    @Test func engineStreamsObjectsWithReceipts() throws {
+        let image = testBytes(80_000, seed: 5)  // 20 objects, the last one short
+        let part = Self.part(image)
+        let device = BootloaderStateMachine(profile: try SimulatorFixture.profile(), faults: .none)
+        var loop = SimulatorLoop(
+            part: part, device: device, configuration: SecureDFUConfiguration(pacing: AdaptiveStreamPacing()))
+        loop.run()
+        #expect(loop.succeeded, "\(loop)")
+        let checksums = loop.requests.filter { $0 == .calculateChecksum }.count
+        // init packet 1; object 0: 3 (4, 8, 5 packets); objects 1-11 streamed with one checksum each while the
+        // prepare delay halves away (40, 20, 10, 5 ms, 3 objects each); objects 12-18 end with the receipt on their
+        // last packet (PRN 17); the short last object cannot: 1.
+        #expect(checksums == 16)
+        #expect(loop.requests.contains(.setPRN(17)))
+        #expect(loop.engine.bytesResent == 0)
+    }
+
+    static func part(_ image: [UInt8]) -> DFUPart {
+        let command = InitCommand(
+            fwVersion: 2, hwVersion: 52, sdReq: [0xB7], type: .application, sdSize: 0, blSize: 0,
+            appSize: UInt32(image.count),
+            hash: ImageHash(type: .sha256, bytes: Array(DFUSimulatorDigest.sha256(image).reversed())), isDebug: false,
+            bootValidation: [BootValidation(type: .crc)])
+        return DFUPart(name: "application", initPacket: SecureInitPacket(command: command).encode(), image: image)
+    }
+
+    func streaming() -> AdaptiveStreamPacing {
+        var policy = AdaptiveStreamPacing()
+        for left in [17, 13, 5] {
+            _ = policy.nextBurst(packetsLeftInObject: left)
+            policy.record(.clean)
+        }
+        return policy
+    }
+}

@@ -1,0 +1,208 @@
+#!/bin/sh
+# The bledfu VM scenarios, run inside the guest as root on the real Linux Bluetooth stack (see docs/vm-test.md).
+# Two LE controllers from btvirt: hci1 carries the virtual bracelet (`bledfu simulate --adapter hci1`), hci0 the
+# real `bledfu`. Prints one "PASS: ..." or "FAIL: ..." line per check and "VMTEST RESULT: PASS|FAIL" at the end.
+# Captures (btmon btsnoop files) and logs go to /mnt/out (the host's out/vm-test).
+export PATH=/vm/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
+OUT=/mnt/out
+grep -q " $OUT 9p " /proc/mounts || { OUT=/tmp/out; mkdir -p "$OUT"; }
+FW=/vm/Firmware
+KEY=$FW/keys/test-signing-key-DO-NOT-USE.pub.pem
+PKG=$FW/samples/bracelet-app-v2.zip
+APP=C6:05:04:03:02:01   # Firmware/bracelet.json, static random address
+BOOT=C6:05:04:03:02:02  # the bootloader after the buttonless jump: address + 1
+STATUS_NAME=C6-05-04-03-02-01.json
+FAILED=0
+PIDS=""
+
+up() { cut -d' ' -f1 /proc/uptime; }
+since() { echo "$(up) $1" | awk '{printf "%.1f", $1 - $2}'; }
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILED=1; }
+note() { echo "VMTEST: $*"; }
+# wait_for <seconds> <command...>: polls every 0.2 s
+wait_for() {
+	n=$(($1 * 5)); shift
+	while [ $n -gt 0 ]; do "$@" && return 0; n=$((n - 1)); sleep 0.2; done
+	return 1
+}
+stop_pid() { [ -n "$1" ] && kill "$1" 2>/dev/null && { wait "$1" 2>/dev/null; true; }; }
+show() { echo "---- $1 ----"; tail -n "${2:-40}" "$1" 2>/dev/null; }
+links_closed() { [ "$(grep -c ' connected$' "$1")" = "$(grep -c ' disconnected$' "$1")" ]; }
+data_offset() { grep -o '"data_offset" : [0-9]*' "$1" 2>/dev/null | awk '{print $3}'; }
+
+T0=$(up)
+for m in drbg jitterentropy_rng af_alg algif_hash algif_skcipher ecb cmac ecdh_generic hci_vhci; do
+	modprobe "$m" || grep -q "/$m.ko" "/lib/modules/$(uname -r)/modules.builtin" || fail "modprobe $m"
+done
+btvirt -L -l2 > /tmp/btvirt.log 2>&1 &
+PIDS="$PIDS $!"
+wait_for 20 test -e /sys/class/bluetooth/hci1 || { fail "btvirt did not create hci0 and hci1"; show /tmp/btvirt.log; }
+timeout 20 btmgmt --index 0 power on > /dev/null || fail "btmgmt: power on hci0"
+timeout 20 btmgmt --index 1 power on > /dev/null || fail "btmgmt: power on hci1"
+CENTRAL=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
+note "controllers up in $(since "$T0") s: hci0 $CENTRAL (bledfu), hci1 $(hciconfig hci1 | awk '/BD Address/ {print $3}') (virtual bracelet)"
+
+# ---------------------------------------------------------------- scenario 1: scan, buttonless jump, flash, gatttool
+scenario_flash() {
+	S=/tmp/flash
+	mkdir -p $S
+	TS=$(up)
+	btmon -w "$OUT/flash.btsnoop" > /dev/null 2>&1 &
+	MON=$!
+	sleep 0.3
+	bledfu simulate --adapter hci1 --device bracelet --state-dir $S/device --speedup 4 > $S/simulate.log 2>&1 &
+	SIM=$!
+	if ! wait_for 20 grep -q "$APP advertising" $S/simulate.log; then
+		fail "flash: the simulator did not advertise on hci1"
+		show $S/simulate.log
+		stop_pid $SIM; stop_pid $MON
+		return
+	fi
+	timeout 30 bledfu scan --adapter hci0 --duration 3 > $S/scan.txt 2>&1
+	if grep -q "$APP" $S/scan.txt; then
+		pass "scan: bledfu on hci0 finds the virtual bracelet $APP that hci1 advertises ($(grep "$APP" $S/scan.txt | head -1 | tr -s ' '))"
+	else
+		fail "scan: $APP not found"; show $S/scan.txt
+	fi
+	TF=$(up)
+	timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal > $S/flash.txt 2>&1
+	RC=$?
+	if [ $RC = 0 ]; then
+		pass "flash: bracelet-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s ($(grep -m1 'average' $S/flash.txt | tr -s ' '))"
+	else
+		fail "flash: exit code $RC"; show $S/flash.txt; show $S/simulate.log
+	fi
+	if grep -q "$BOOT advertising" $S/simulate.log && grep -q "$BOOT connected" $S/simulate.log; then
+		pass "buttonless jump: the bootloader advertised at address + 1 ($BOOT) and bledfu connected to it"
+	else
+		fail "buttonless jump: no bootloader at $BOOT"; show $S/simulate.log
+	fi
+	grep -i "link:" $S/flash.txt | head -2 | sed 's/^/VMTEST: /'
+	STATUS=$(bledfu simulate status --status-dir $S/device/status 2>&1)
+	if echo "$STATUS" | grep -q "app v2"; then
+		pass "device reports the new image: $STATUS"
+	else
+		fail "device status after flash: $STATUS"
+	fi
+	# BlueZ's gatttool as a second, foreign client, once bledfu's link is gone.
+	wait_for 15 links_closed $S/simulate.log
+	sleep 0.5
+	PRIMARY=$(timeout 40 gatttool -i hci0 -b "$APP" -t random --primary 2>&1)
+	CHARS=$(timeout 40 gatttool -i hci0 -b "$APP" -t random --characteristics 2>&1)
+	echo "$PRIMARY" > $S/gatttool.txt
+	echo "$CHARS" >> $S/gatttool.txt
+	if echo "$PRIMARY" | grep -q "0000fe59-0000-1000-8000-00805f9b34fb" && echo "$CHARS" | grep -qi "8ec90003"; then
+		pass "gatttool: $(echo "$PRIMARY" | grep -c 'uuid:') primary services (FE59 among them) and $(echo "$CHARS" | grep -c 'uuid =') characteristics (buttonless 8EC90003 among them)"
+	else
+		fail "gatttool did not read the GATT database"; show $S/gatttool.txt
+	fi
+	stop_pid $SIM
+	stop_pid $MON
+	# Link tuning, from the capture: the LE Connection Update bledfu asked for completed at 7.5 ms.
+	btmon -r "$OUT/flash.btsnoop" > $S/btmon.txt 2>&1
+	if grep -A4 "LE Connection Update Complete" $S/btmon.txt | grep -q "Connection interval: 7.50 msec"; then
+		pass "link tuning: LE Connection Update to 7.5 ms completed (LE Set PHY and LE Set Data Length sent $(grep -c 'HCI Command: LE Set PHY' $S/btmon.txt) and $(grep -c 'HCI Command: LE Set Data Length' $S/btmon.txt) times: btvirt answers Unknown HCI Command)"
+	else
+		fail "link tuning: no LE Connection Update Complete at 7.5 ms in the capture"
+	fi
+	for f in $S/*.log $S/*.txt; do cp "$f" "$OUT/flash-$(basename "$f")" 2>/dev/null; done
+	note "scenario flash took $(since "$TS") s"
+}
+
+# ---------------------------------------------------------------- scenario 2: the link is cut mid-transfer
+scenario_resume() {
+	S=/tmp/resume
+	mkdir -p $S
+	TS=$(up)
+	btmon -w "$OUT/resume.btsnoop" > /dev/null 2>&1 &
+	MON=$!
+	sleep 0.3
+	bledfu simulate --adapter hci1 --device bracelet --state-dir $S/device --save-progress > $S/simulate.log 2>&1 &
+	SIM=$!
+	wait_for 20 grep -q "$APP advertising" $S/simulate.log || fail "resume: the simulator did not advertise"
+	timeout 180 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal --json \
+		> $S/flash.ndjson 2> $S/flash.err &
+	FLASH=$!
+	if wait_for 60 sh -c "[ \"\$(grep -o '\"data_offset\" : [0-9]*' $S/device/status/$STATUS_NAME 2>/dev/null | awk '{print \$3}')\" -ge 8192 ] 2>/dev/null"; then
+		CUT=$(data_offset $S/device/status/$STATUS_NAME)
+		kill -9 $SIM
+		wait $SIM 2>/dev/null
+		# The kernel keeps an idle LE link for seconds after its sockets closed: drop it now, as a device reset does.
+		for peer in $(timeout 10 btmgmt --index 1 con 2>/dev/null | awk '/type/ {print $1}'); do
+			timeout 10 btmgmt --index 1 disconnect -t 1 "$peer" > /dev/null 2>&1 ||
+				timeout 10 btmgmt --index 1 disconnect -t 2 "$peer" > /dev/null 2>&1
+		done
+		note "resume: killed the device process (kill -9) and dropped the link at data offset $CUT"
+		sleep 1
+		bledfu simulate --adapter hci1 --device bracelet --state-dir $S/device --save-progress >> $S/simulate.log 2>&1 &
+		SIM=$!
+	else
+		fail "resume: the transfer never passed 8192 bytes"
+		show $S/flash.err
+	fi
+	wait $FLASH
+	RC=$?
+	RESULT=$(grep '"event":"result"' $S/flash.ndjson | tail -1)
+	SUMMARY=$(grep -o '"reconnects":[0-9]*' $S/flash.ndjson | tail -1)
+	if [ $RC = 0 ]; then
+		pass "resume: the upload finished after the cut ($SUMMARY) in $(since "$TS") s"
+	else
+		fail "resume: flash exit code $RC"; show $S/flash.err; tail -5 $S/flash.ndjson; show $S/simulate.log
+	fi
+	SHA=$(unzip -p "$PKG" bracelet-app-v2.bin | sha256sum | cut -d' ' -f1)
+	if grep -q "$SHA" $S/device/status/$STATUS_NAME && bledfu simulate status --status-dir $S/device/status | grep -q "app v2"; then
+		pass "resume: the device runs the package's image (SHA-256 ${SHA%"${SHA#????????????}"}...)"
+	else
+		fail "resume: the device's image is not the package's ($RESULT)"; cat $S/device/status/$STATUS_NAME
+	fi
+	stop_pid $SIM
+	stop_pid $MON
+	for f in $S/simulate.log $S/flash.ndjson $S/flash.err; do cp "$f" "$OUT/resume-$(basename "$f")" 2>/dev/null; done
+	note "scenario resume took $(since "$TS") s"
+}
+
+# ---------------------------------------------------------------- scenario 3: bledfu without privileges
+scenario_unprivileged() {
+	S=/tmp/unprivileged
+	mkdir -p $S/home
+	chmod 777 $S/home
+	TS=$(up)
+	btmon -w "$OUT/unprivileged.btsnoop" > /dev/null 2>&1 &
+	MON=$!
+	sleep 0.3
+	bledfu simulate --adapter hci1 --device bracelet --state-dir $S/device --speedup 4 > $S/simulate.log 2>&1 &
+	SIM=$!
+	wait_for 20 grep -q "$APP advertising" $S/simulate.log || fail "unprivileged: the simulator did not advertise"
+	# As nobody: no CAP_NET_RAW, so no link tuning and no scanning; L2CAP needs no privilege.
+	timeout 150 su -s /bin/sh nobody -c "HOME=$S/home bledfu flash $PKG --adapter hci0 --device $APP --key $KEY \
+		--state-dir $S/home/journal" > $S/flash.txt 2>&1
+	RC=$?
+	stop_pid $SIM
+	stop_pid $MON
+	btmon -r "$OUT/unprivileged.btsnoop" > $S/btmon.txt 2>&1
+	TUNED=$(grep -c "HCI Command: LE Connection Update" $S/btmon.txt)
+	if [ $RC = 0 ] && [ "$TUNED" = 0 ] && bledfu simulate status --status-dir $S/device/status | grep -q "app v2"; then
+		pass "unprivileged: as nobody the flash completes without link tuning ($(grep -m1 'average' $S/flash.txt | tr -s ' '))"
+	else
+		fail "unprivileged: exit code $RC, $TUNED LE Connection Update(s)"; show $S/flash.txt; show $S/simulate.log
+	fi
+	for f in $S/simulate.log $S/flash.txt; do cp "$f" "$OUT/unprivileged-$(basename "$f")" 2>/dev/null; done
+	note "scenario unprivileged took $(since "$TS") s"
+}
+
+case "${VMTEST_ONLY:-all}" in
+flash) scenario_flash ;;
+resume) scenario_resume ;;
+unprivileged) scenario_unprivileged ;;
+*) scenario_flash; scenario_resume; scenario_unprivileged ;;
+esac
+
+for p in $PIDS; do kill "$p" 2>/dev/null; done
+if [ $FAILED = 0 ]; then
+	note "scenarios took $(since "$T0") s"
+	echo "VMTEST RESULT: PASS"
+else
+	echo "---- dmesg (bluetooth) ----"; dmesg | grep -i -E 'bluetooth|hci|vhci' | tail -20
+	echo "VMTEST RESULT: FAIL"
+fi
