@@ -93,18 +93,20 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
+    // The libFuzzer entry point the fuzz targets share (libFuzzer's driver, or a crash-file replayer).
+    .target(name: "FuzzSupport", swiftSettings: swiftSettings),
     // libFuzzer target for DFUPackage (tools/fuzz-package builds it with -sanitize=fuzzer -DFUZZING).
-    .executableTarget(name: "FuzzPackage", dependencies: ["DFUPackage"], swiftSettings: swiftSettings),
+    .executableTarget(name: "FuzzPackage", dependencies: ["DFUPackage", "FuzzSupport"], swiftSettings: swiftSettings),
     // More libFuzzer targets (tools/fuzz builds each with -sanitize=fuzzer,address -DFUZZING; docs/reliability.md).
-    .executableTarget(name: "FuzzInitPacket", dependencies: ["DFUPackage"], swiftSettings: swiftSettings),
-    .executableTarget(name: "FuzzATT", dependencies: ["ATT"], swiftSettings: swiftSettings),
-    .executableTarget(name: "FuzzATTClient", dependencies: ["GATT", "ATT", "BLECore"], swiftSettings: swiftSettings),
+    .executableTarget(name: "FuzzInitPacket", dependencies: ["DFUPackage", "FuzzSupport"], swiftSettings: swiftSettings),
+    .executableTarget(name: "FuzzATT", dependencies: ["ATT", "FuzzSupport"], swiftSettings: swiftSettings),
+    .executableTarget(name: "FuzzATTClient", dependencies: ["GATT", "ATT", "BLECore", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(
         name: "FuzzSecureDFU",
-        dependencies: ["SecureDFU", "DFUSimulator", "DFUProtocol", "DFUPackage", "BLECore"],
+        dependencies: ["SecureDFU", "DFUSimulator", "DFUProtocol", "DFUPackage", "BLECore", "FuzzSupport"],
         swiftSettings: swiftSettings
     ),
-    .executableTarget(name: "FuzzPlan", dependencies: ["Fleet"], swiftSettings: swiftSettings),
+    .executableTarget(name: "FuzzPlan", dependencies: ["Fleet", "FuzzSupport"], swiftSettings: swiftSettings),
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
         name: "FuzzFaultCampaign",

@@ -28,6 +28,19 @@ public struct HCIChannel: Sendable {
 
     /// Opens the channel; throws (with the socket closed) when the adapter cannot be bound.
     public static func open(adapter: BlueZAdapterInfo) throws(AdapterError) -> HCIChannel {
+        let events = [
+            HCILinkEvent.disconnectionCompleteCode, HCIEvent.commandCompleteCode, HCIEvent.commandStatusCode,
+            HCIEvent.leMetaCode,
+        ]
+        let fd = try openRawSocket(adapter: adapter, events: events, failing: .bind)
+        return HCIChannel(adapter: adapter, socket: fd)
+    }
+
+    /// A raw HCI socket bound to `adapter` that receives only `events`; closed again when a step fails, and the
+    /// bind or filter failure reported as `operation`.
+    static func openRawSocket(
+        adapter: BlueZAdapterInfo, events: [UInt8], failing operation: BlueZOperation
+    ) throws(AdapterError) -> SocketDescriptor {
         let fd: SocketDescriptor
         do {
             fd = try SocketDescriptor.open(domain: BLEDFU_AF_BLUETOOTH, type: CInt(SOCK_RAW.rawValue), protocol: BLEDFU_BTPROTO_HCI)
@@ -37,18 +50,15 @@ public struct HCIChannel: Sendable {
         do throws(Errno) {
             var address = BlueZSocketAddress.hciRaw(device: adapter.id)
             try withUnsafeBytes(of: &address) { (raw) throws(Errno) in try fd.bind(address: raw) }
-            var filter = BlueZSocketAddress.hciFilter(events: [
-                HCILinkEvent.disconnectionCompleteCode, HCIEvent.commandCompleteCode, HCIEvent.commandStatusCode,
-                HCIEvent.leMetaCode,
-            ])
+            var filter = BlueZSocketAddress.hciFilter(events: events)
             _ = try valueOrErrno {
                 system_setsockopt(fd.rawValue, BLEDFU_SOL_HCI, BLEDFU_HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size))
             }.get()
         } catch {
             try? fd.close()  // already failing with `error`
-            throw BlueZErrors.adapterError(errno: error.rawValue, operation: .bind, adapter: adapter.name)
+            throw BlueZErrors.adapterError(errno: error.rawValue, operation: operation, adapter: adapter.name)
         }
-        return HCIChannel(adapter: adapter, socket: fd)
+        return fd
     }
 
     private init(adapter: BlueZAdapterInfo, socket: SocketDescriptor) {

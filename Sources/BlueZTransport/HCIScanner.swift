@@ -78,25 +78,9 @@ public struct HCIScanner: Sendable {
     // MARK: Steps
 
     func open() throws(AdapterError) -> SocketDescriptor {
-        let fd: SocketDescriptor
-        do {
-            fd = try SocketDescriptor.open(domain: BLEDFU_AF_BLUETOOTH, type: CInt(SOCK_RAW.rawValue), protocol: BLEDFU_BTPROTO_HCI)
-        } catch {
-            throw BlueZErrors.adapterError(errno: error.rawValue, operation: .socket, adapter: adapter.name)
-        }
-        do throws(Errno) {
-            var address = BlueZSocketAddress.hciRaw(device: adapter.id)
-            try withUnsafeBytes(of: &address) { (raw) throws(Errno) in try fd.bind(address: raw) }
-            var filter = BlueZSocketAddress.hciFilter(
-                events: [HCIEvent.commandCompleteCode, HCIEvent.commandStatusCode, HCIEvent.leMetaCode])
-            _ = try valueOrErrno {
-                system_setsockopt(fd.rawValue, BLEDFU_SOL_HCI, BLEDFU_HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size))
-            }.get()
-        } catch {
-            try? fd.close()
-            throw BlueZErrors.adapterError(errno: error.rawValue, operation: .scan, adapter: adapter.name)
-        }
-        return fd
+        try HCIChannel.openRawSocket(
+            adapter: adapter, events: [HCIEvent.commandCompleteCode, HCIEvent.commandStatusCode, HCIEvent.leMetaCode],
+            failing: .scan)
     }
 
     func start(_ fd: SocketDescriptor) async throws(AdapterError) -> Mode {

@@ -1,6 +1,7 @@
 import ATT
 import BLECore
 import Foundation
+import FuzzSupport
 
 // The state machine is internal to GATT: reachable in debug builds (testability on), which every fuzz build is. A
 // release build of the whole package compiles this target to a no-op.
@@ -121,36 +122,12 @@ struct ClientScript {
 #endif
 
 #if FUZZING
-/// libFuzzer's driver (`-sanitize=fuzzer` links it in).
-@_silgen_name("LLVMFuzzerRunDriver")
-func llvmFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-/// SwiftPM links executables with `main` aliased to `<Target>_main`, so the entry point hands over to libFuzzer.
+/// SwiftPM links executables with `main` aliased to `<Target>_main`: hand over to libFuzzer.
 @_cdecl("FuzzATTClient_main")
 public func fuzzATTClientMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return llvmFuzzerRunDriver(&count, &arguments, fuzzATTClient)
+    FuzzDriver.run(argc, argv, fuzzATTClient)
 }
 #else
-/// Without `-sanitize=fuzzer` (an ordinary `swift build`), run each file given as an argument once: a crash
-/// reproducer.
-@main
-struct FuzzATTClientMain {
-    static func main() {
-        for path in CommandLine.arguments.dropFirst() {
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                print("cannot read \(path)")
-                continue
-            }
-            let bytes = [UInt8](contents)
-            _ = bytes.withUnsafeBufferPointer { fuzzATTClient($0.baseAddress, $0.count) }
-            print("ok \(path)")
-        }
-    }
-}
+/// An ordinary build replays the files given as arguments (crash reproducers).
+@main enum FuzzATTClientMain { static func main() { FuzzDriver.replay(fuzzATTClient) } }
 #endif

@@ -1,5 +1,6 @@
 import DFUPackage
 import Foundation
+import FuzzSupport
 
 /// libFuzzer target for the init-packet decoders (tools/fuzz InitPacket): Secure `.dat` (the `dfu.Packet`
 /// protobuf), the bare `InitCommand`, and the Legacy layouts.
@@ -32,36 +33,12 @@ public func fuzzInitPacket(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 }
 
 #if FUZZING
-/// libFuzzer's driver (`-sanitize=fuzzer` links it in).
-@_silgen_name("LLVMFuzzerRunDriver")
-func llvmFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-/// SwiftPM links executables with `main` aliased to `<Target>_main`, so the entry point hands over to libFuzzer.
+/// SwiftPM links executables with `main` aliased to `<Target>_main`: hand over to libFuzzer.
 @_cdecl("FuzzInitPacket_main")
 public func fuzzInitPacketMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return llvmFuzzerRunDriver(&count, &arguments, fuzzInitPacket)
+    FuzzDriver.run(argc, argv, fuzzInitPacket)
 }
 #else
-/// Without `-sanitize=fuzzer` (an ordinary `swift build`), run each file given as an argument once: a crash
-/// reproducer.
-@main
-struct FuzzInitPacketMain {
-    static func main() {
-        for path in CommandLine.arguments.dropFirst() {
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                print("cannot read \(path)")
-                continue
-            }
-            let bytes = [UInt8](contents)
-            _ = bytes.withUnsafeBufferPointer { fuzzInitPacket($0.baseAddress, $0.count) }
-            print("ok \(path)")
-        }
-    }
-}
+/// An ordinary build replays the files given as arguments (crash reproducers).
+@main enum FuzzInitPacketMain { static func main() { FuzzDriver.replay(fuzzInitPacket) } }
 #endif

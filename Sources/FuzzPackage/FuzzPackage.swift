@@ -1,5 +1,6 @@
 import DFUPackage
 import Foundation
+import FuzzSupport
 
 /// libFuzzer target for the package reader (tools/fuzz Package); the init-packet decoders have their own target,
 /// FuzzInitPacket.
@@ -19,36 +20,12 @@ public func fuzzPackage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 }
 
 #if FUZZING
-/// libFuzzer's driver (`-sanitize=fuzzer` links it in).
-@_silgen_name("LLVMFuzzerRunDriver")
-func llvmFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-/// SwiftPM links executables with `main` aliased to `<Target>_main`, so the entry point hands over to libFuzzer.
+/// SwiftPM links executables with `main` aliased to `<Target>_main`: hand over to libFuzzer.
 @_cdecl("FuzzPackage_main")
 public func fuzzPackageMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return llvmFuzzerRunDriver(&count, &arguments, fuzzPackage)
+    FuzzDriver.run(argc, argv, fuzzPackage)
 }
 #else
-/// Without `-sanitize=fuzzer` (an ordinary `swift build`), run each file given as an argument once: a crash
-/// reproducer.
-@main
-struct FuzzPackageMain {
-    static func main() {
-        for path in CommandLine.arguments.dropFirst() {
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                print("cannot read \(path)")
-                continue
-            }
-            let bytes = [UInt8](contents)
-            _ = bytes.withUnsafeBufferPointer { fuzzPackage($0.baseAddress, $0.count) }
-            print("ok \(path)")
-        }
-    }
-}
+/// An ordinary build replays the files given as arguments (crash reproducers).
+@main enum FuzzPackageMain { static func main() { FuzzDriver.replay(fuzzPackage) } }
 #endif

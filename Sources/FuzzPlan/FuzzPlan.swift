@@ -1,5 +1,6 @@
 import Fleet
 import Foundation
+import FuzzSupport
 
 /// libFuzzer target for the batch plan parser (`PlanParser`, YAML through Yams) (tools/fuzz Plan).
 ///
@@ -19,36 +20,12 @@ public func fuzzPlan(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 }
 
 #if FUZZING
-/// libFuzzer's driver (`-sanitize=fuzzer` links it in).
-@_silgen_name("LLVMFuzzerRunDriver")
-func llvmFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-/// SwiftPM links executables with `main` aliased to `<Target>_main`, so the entry point hands over to libFuzzer.
+/// SwiftPM links executables with `main` aliased to `<Target>_main`: hand over to libFuzzer.
 @_cdecl("FuzzPlan_main")
 public func fuzzPlanMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return llvmFuzzerRunDriver(&count, &arguments, fuzzPlan)
+    FuzzDriver.run(argc, argv, fuzzPlan)
 }
 #else
-/// Without `-sanitize=fuzzer` (an ordinary `swift build`), run each file given as an argument once: a crash
-/// reproducer.
-@main
-struct FuzzPlanMain {
-    static func main() {
-        for path in CommandLine.arguments.dropFirst() {
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                print("cannot read \(path)")
-                continue
-            }
-            let bytes = [UInt8](contents)
-            _ = bytes.withUnsafeBufferPointer { fuzzPlan($0.baseAddress, $0.count) }
-            print("ok \(path)")
-        }
-    }
-}
+/// An ordinary build replays the files given as arguments (crash reproducers).
+@main enum FuzzPlanMain { static func main() { FuzzDriver.replay(fuzzPlan) } }
 #endif

@@ -4,6 +4,7 @@ import DFUProtocol
 import DFUSimulator
 import Foundation
 import SecureDFU
+import FuzzSupport
 
 /// libFuzzer target for the Secure DFU engine (`SecureDFUStateMachine`) fed Control Point responses and
 /// notifications (tools/fuzz SecureDFU).
@@ -209,36 +210,12 @@ struct EngineScript {
 }
 
 #if FUZZING
-/// libFuzzer's driver (`-sanitize=fuzzer` links it in).
-@_silgen_name("LLVMFuzzerRunDriver")
-func llvmFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-/// SwiftPM links executables with `main` aliased to `<Target>_main`, so the entry point hands over to libFuzzer.
+/// SwiftPM links executables with `main` aliased to `<Target>_main`: hand over to libFuzzer.
 @_cdecl("FuzzSecureDFU_main")
 public func fuzzSecureDFUMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return llvmFuzzerRunDriver(&count, &arguments, fuzzSecureDFU)
+    FuzzDriver.run(argc, argv, fuzzSecureDFU)
 }
 #else
-/// Without `-sanitize=fuzzer` (an ordinary `swift build`), run each file given as an argument once: a crash
-/// reproducer.
-@main
-struct FuzzSecureDFUMain {
-    static func main() {
-        for path in CommandLine.arguments.dropFirst() {
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                print("cannot read \(path)")
-                continue
-            }
-            let bytes = [UInt8](contents)
-            _ = bytes.withUnsafeBufferPointer { fuzzSecureDFU($0.baseAddress, $0.count) }
-            print("ok \(path)")
-        }
-    }
-}
+/// An ordinary build replays the files given as arguments (crash reproducers).
+@main enum FuzzSecureDFUMain { static func main() { FuzzDriver.replay(fuzzSecureDFU) } }
 #endif

@@ -53,15 +53,7 @@ import Testing
             let state = directory.appendingPathComponent("state-\(cycle)")
             let objects = 1 + Int(random.next() % 8)  // of 12
             let extraMicroseconds = useconds_t(random.next() % 40_000)
-            let flash = Process()
-            flash.executableURL = CLIRunner.binary
-            flash.arguments = [
-                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
-                "--state-dir", state.path,
-            ]
-            flash.standardOutput = FileHandle.nullDevice
-            flash.standardError = FileHandle.nullDevice
-            try flash.run()
+            let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state)
             var executed = 0
             for _ in 0..<4000 where executed < objects && flash.isRunning {
                 executed = JournalFileStore.all(in: state).first?.file.journal.executed.count ?? 0
@@ -93,16 +85,8 @@ import Testing
         let simulator = try FlashSimulator(directory: directory, speedup: 2)
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
-        let flash = Process()
-        flash.executableURL = CLIRunner.binary
-        flash.arguments = [
-            "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
-            "--state-dir", state.path,
-        ]
         let errors = Pipe()
-        flash.standardError = errors
-        flash.standardOutput = FileHandle.nullDevice
-        try flash.run()
+        let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state, errors: errors)
         defer { if flash.isRunning { flash.terminate() } }
         for _ in 0..<3000 where JournalFileStore.all(in: state).isEmpty && flash.isRunning { usleep(5_000) }
         flash.interrupt()

@@ -94,6 +94,20 @@ enum FlashFixture {
     static var privateKey: URL { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/keys/test-signing-key-DO-NOT-USE.pem") }
     static var publicKey: URL { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/keys/test-signing-key-DO-NOT-USE.pub.pem") }
 
+    /// Starts `bledfu flash PACKAGE` against the simulator's radio with its journal in `state`; standard output
+    /// goes nowhere, standard error to `errors` when given.
+    static func startFlash(_ package: String, radio: String, state: URL, errors: Pipe? = nil) throws -> Process {
+        let flash = Process()
+        flash.executableURL = CLIRunner.binary
+        flash.arguments = [
+            "flash", package, "--adapter", "virtual:\(radio)", "--device", device, "--state-dir", state.path,
+        ]
+        flash.standardOutput = FileHandle.nullDevice
+        flash.standardError = errors ?? FileHandle.nullDevice
+        try flash.run()
+        return flash
+    }
+
     static func temporaryDirectory() throws -> URL {
         let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("bledfu-flash-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)

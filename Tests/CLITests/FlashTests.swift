@@ -73,16 +73,8 @@ import Testing
         let simulator = try FlashSimulator(directory: directory, speedup: 5)
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
-        let flash = Process()
-        flash.executableURL = CLIRunner.binary
-        flash.arguments = [
-            "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
-            "--state-dir", state.path,
-        ]
         let errors = Pipe()
-        flash.standardError = errors
-        flash.standardOutput = FileHandle.nullDevice
-        try flash.run()
+        let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state, errors: errors)
         defer { if flash.isRunning { flash.terminate() } }
         // Bounded wait for the first journal (written after the first executed object).
         var journals: [String] = []
