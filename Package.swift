@@ -87,6 +87,7 @@ var targets: [Target] = [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
             "SecureDFU", "DFUSimulator", "Fleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
             log,
         ],

@@ -1,5 +1,6 @@
 import Foundation
 import SecureDFU
+import PlatformIO
 
 /// Counters for the final summary.
 struct FlashStatistics: Sendable {
@@ -39,7 +40,7 @@ final class FlashProgress: @unchecked Sendable {
     private var runResent = 0
 
     init(json: Bool) {
-        style = json ? .json : (isatty(1) != 0 ? .terminal : .plain)
+        style = json ? .json : (system_isatty(1) != 0 ? .terminal : .plain)
     }
 
     private func emit(_ object: [String: any Sendable]) { Console.json(object) }

@@ -1,5 +1,7 @@
 import Foundation
+import PlatformIO
 import SecureDFU
+import SystemPackage
 
 /// One journal file as stored on disk: the engine's journal plus what `bledfu resume` needs to start again.
 ///
@@ -70,12 +72,13 @@ final class JournalFileStore: JournalStore, @unchecked Sendable {
             let data = try encoder.encode(file)
             try lock.withLock {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                let temporary = directory.appendingPathComponent(".\(target.lastPathComponent).\(getpid()).tmp")
-                try data.write(to: temporary)
-                if rename(temporary.path, target.path) != 0 {
-                    let reason = String(cString: strerror(errno))
+                let process = ProcessInfo.processInfo.processIdentifier
+                let temporary = directory.appendingPathComponent(".\(target.lastPathComponent).\(process).tmp")
+                do throws(Errno) {
+                    try FileIO.writeAtomically(target.path, Array(data), temporaryPath: temporary.path)
+                } catch {
                     try? FileManager.default.removeItem(at: temporary)
-                    throw JournalStoreError("cannot rename \(temporary.path) to \(target.path): \(reason)")
+                    throw JournalStoreError("cannot write \(target.path): \(error)")
                 }
             }
         } catch let error as JournalStoreError {

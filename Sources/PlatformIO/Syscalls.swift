@@ -256,6 +256,15 @@ public func system_fsync(_ fd: CInt) -> CInt {
     return fsync(fd)
 }
 
+/// isatty(3): whether the descriptor is a terminal (progress bars and live views redraw only there).
+@inline(never)
+public func system_isatty(_ fd: CInt) -> CInt {
+    #if ENABLE_MOCKING
+    if let value = mocked("isatty", [Int(fd)]) { return CInt(value) }
+    #endif
+    return isatty(fd)
+}
+
 @inline(never)
 public func system_rename(_ old: UnsafePointer<CChar>, _ new: UnsafePointer<CChar>) -> CInt {
     #if ENABLE_MOCKING

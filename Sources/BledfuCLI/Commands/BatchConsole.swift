@@ -1,5 +1,6 @@
 import Fleet
 import Foundation
+import PlatformIO
 
 /// Shows a running line: on a terminal a frame redrawn in place (one line per active device and the totals), on a
 /// pipe one line per finished device and the totals, with `--json` NDJSON events (docs/batch.md, "Live view").
@@ -16,7 +17,7 @@ final class BatchConsole: @unchecked Sendable {
     private var lastProgress: [String: (Int, String)] = [:]
 
     init(json: Bool, startedAt: Date = Date()) {
-        style = json ? .json : (isatty(1) != 0 ? .terminal : .plain)
+        style = json ? .json : (system_isatty(1) != 0 ? .terminal : .plain)
         view = LiveView(startedAt: startedAt)
     }
 
