@@ -1,5 +1,6 @@
 // Micro-benchmarks of the per-byte and per-packet work of an update (docs/benchmarks.md):
-// CRC-32, ATT PDU encode/decode, and packetization of an image into Write Commands.
+// CRC-32, ATT PDU encode/decode, and packetization of an image into Write Commands (through the general codec and
+// the way the engine does it now: image slices straight into encoded Write Commands).
 // Run: BLEDFU_BENCHMARKS=1 swift package --scratch-path .build-bench benchmark
 import ATT
 import BLECore
@@ -48,12 +49,30 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { blackHole(writeCommand.encoded) }
     }
 
+    Benchmark("ATT encodeWriteCommand from an image slice (244 bytes)", configuration: .init(scalingFactor: .kilo)) {
+        benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(ATTPDU.encodeWriteCommand(handle: 0x0010, value: image[4096..<4340]))
+        }
+    }
+
     Benchmark("ATT decode Write Command (244 bytes)", configuration: .init(scalingFactor: .kilo)) { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try? ATTPDU(decoding: writeCommandBytes)) }
     }
 
     Benchmark("ATT decode Control Point notification", configuration: .init(scalingFactor: .kilo)) { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try? ATTPDU(decoding: notificationBytes)) }
+    }
+
+    Benchmark("Packetize 256 KiB as the engine does: slices, encodeWriteCommand") { benchmark in
+        for _ in benchmark.scaledIterations {
+            var bytes = 0
+            for object in DFUPlanning.objectRanges(imageSize: image.count, maxObjectSize: 4096) {
+                let burst = DFUPlanning.packets(in: object, packetSize: 244).map { image[$0] }
+                for packet in burst { bytes += ATTPDU.encodeWriteCommand(handle: 0x0010, value: packet).count }
+            }
+            blackHole(bytes)
+        }
     }
 
     Benchmark("Packetize 256 KiB: objects, packets, Write Commands") { benchmark in

@@ -5,10 +5,44 @@ extension ATTPDU {
     ///
     /// Encoding cannot fail and knows no ATT_MTU: the caller (the bearer) checks the size against the link.
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 8)
+        var writer = ByteWriter(capacity: encodedCapacity)
         writer.write(opcode.rawValue)
         encodeParameters(into: &writer)
         return writer.bytes
+    }
+
+    /// Room for the encoded PDU, so that a value-carrying PDU is written without growing its buffer: exact for
+    /// the single-value PDUs, a lower bound for the lists.
+    private var encodedCapacity: Int {
+        switch self {
+        case .writeRequest(_, let value), .writeCommand(_, let value), .handleValueNotification(_, let value),
+            .handleValueIndication(_, let value):
+            3 + value.count
+        case .readResponse(let value), .readBlobResponse(let value): 1 + value.count
+        case .findByTypeValueRequest(_, _, _, let value): 7 + value.count
+        case .unknown(_, let parameters): 1 + parameters.count
+        default: 8
+        }
+    }
+
+    /// A Write Command (opcode 0x52) encoded straight from the bytes of `value`, one allocation and no
+    /// intermediate ``ATTPDU`` (the per-packet path of a firmware transfer):
+    ///
+    ///     52 | handle (UInt16 LE) | value (0 to ATT_MTU - 3 octets)
+    ///
+    /// Equal to `ATTPDU.writeCommand(handle: handle, value: Array(value)).encoded`.
+    public static func encodeWriteCommand(handle: UInt16, value: ArraySlice<UInt8>) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 3 + value.count) { buffer, initialized in
+            buffer[0] = ATTOpcode.writeCommand.rawValue
+            buffer[1] = UInt8(truncatingIfNeeded: handle)
+            buffer[2] = UInt8(truncatingIfNeeded: handle >> 8)
+            value.withUnsafeBytes { source in
+                if let from = source.baseAddress, let to = buffer.baseAddress {
+                    UnsafeMutableRawPointer(to + 3).copyMemory(from: from, byteCount: source.count)
+                }
+            }
+            initialized = 3 + value.count
+        }
     }
 
     private func encodeParameters(into writer: inout ByteWriter) {

@@ -56,6 +56,24 @@ public protocol ATTBearer: AnyObject, Sendable {
     /// Closes the link (a disconnect). Idempotent; pending `receive()` calls end with `.closed`.
     func close() async
     var linkInfo: LinkInfo { get }
+    /// Sends `pdus` in order, exactly as that many `send(_:)` calls would (same back-pressure, same checks), in as
+    /// few system calls as the link allows. On a failure the PDUs before the failing one have been sent.
+    func send(burst pdus: [[UInt8]]) async throws(BearerError)
+    /// The next PDUs from the peer, in order: at least one (suspending like `receive()`), at most `maximumCount`,
+    /// never more than have already arrived. Ends like `receive()`.
+    func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]]
+}
+
+extension ATTBearer {
+    /// One `send(_:)` per PDU.
+    public func send(burst pdus: [[UInt8]]) async throws(BearerError) {
+        for pdu in pdus { try await send(pdu) }
+    }
+
+    /// One `receive()`.
+    public func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]] {
+        [try await receive()]
+    }
 }
 
 /// Sees every PDU crossing a bearer (for captures and `--verbose` traces).

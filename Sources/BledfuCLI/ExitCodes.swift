@@ -49,9 +49,18 @@ public enum BledfuExit {
         (protocolError, "ATT/GATT error, or the device did not answer in time"),
         (packageInvalid, "the DFU package is malformed or fails verification (30-39, docs/packages.md)"),
         (dfuFailed, "the DFU upload failed (40-49, docs/engine.md)"),
+    ] + batchTable + [
         (usage, "bad arguments"),
         (interrupted, "interrupted (Ctrl-C)"),
     ]
+
+    /// `bledfu batch` and `bledfu bench batch` (50-59, docs/batch.md), taken from ``BatchExit``: its table's codes in
+    /// that range, then the ones only `bench batch` uses, each prefixed with the command that exits with it.
+    static let batchTable: [(Int32, String)] = {
+        let batch = BatchExit.table.filter { (50...59).contains($0.0) }.map { ($0.0, "batch: " + $0.1) }
+        let bench = [(BatchExit.benchGoalMissed, "bench batch: the parallel/alone ratio is above --max-ratio")]
+        return batch + bench.filter { extra in !batch.contains { $0.0 == extra.0 } }
+    }()
 
     public static var helpText: String {
         "Exit codes:\n" + table.map { "  \($0.0)\t\($0.1)" }.joined(separator: "\n")

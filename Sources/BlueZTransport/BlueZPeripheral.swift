@@ -26,12 +26,17 @@ import Musl
 /// The kernel matches an incoming LE link to the listener by the adapter's identity address, so the advertised
 /// address can change (the buttonless jump moves a Nordic bootloader to address + 1) without touching the
 /// listener. The controller stops advertising when a central connects: call ``advertise(_:)`` again after each
-/// link. ``disconnect(_:)`` drops a link at once (the kernel otherwise keeps an idle LE link for seconds after the
-/// last socket closed). Advertising and Disconnect need CAP_NET_RAW.
+/// link. ``disconnect(handle:timeout:drainTimeout:)`` drops a link once its socket has handed the last PDUs to the
+/// controller (the kernel otherwise keeps an idle LE link for seconds after the last socket closed). Advertising and
+/// Disconnect need CAP_NET_RAW.
 public actor BlueZPeripheral {
     public nonisolated let adapter: BlueZAdapterInfo
     /// The listening socket until closed (closing is idempotent: a descriptor number is never closed twice).
     private nonisolated let listener: Mutex<SocketDescriptor?>
+    /// A second descriptor of each accepted link's socket, by connection handle, until `disconnect` drops the link:
+    /// the bearer's own descriptor is closed when the device ends the link, and this one keeps the socket (and its
+    /// send queue) there to be watched.
+    private nonisolated let linkSockets = Mutex<[UInt16: SocketDescriptor]>([:])
     private var channel: HCIChannel?
     private var advertising: Advertisement?
     private let logger: Logger
@@ -113,7 +118,9 @@ public actor BlueZPeripheral {
     }
 
     /// Waits for the next central. The bearer's link info has the central's address and the connection handle.
-    public nonisolated func accept() async throws(BearerError) -> SocketBearer {
+    /// With `drainingBeforeDisconnect`, the peripheral keeps a second descriptor of the socket so that
+    /// ``disconnect(handle:timeout:drainTimeout:)`` can wait for its send queue after the bearer closed.
+    public nonisolated func accept(drainingBeforeDisconnect: Bool = false) async throws(BearerError) -> SocketBearer {
         while true {
             guard let listener = listener.withLock({ $0 }) else { throw BearerError(.closed, "listener closed") }
             var remote = sockaddr_l2()
@@ -140,6 +147,7 @@ public actor BlueZPeripheral {
                     PeerAddress($0, type: remote.l2_bdaddr_type == BLEDFU_BDADDR_LE_RANDOM ? .random : .public)
                 }
                 let handle = L2CAPLinkQueries.connectionHandle(connection)
+                if drainingBeforeDisconnect, let handle { keepLinkSocket(connection, handle: handle) }
                 logger.debug("central connected", metadata: ["peer": "\(peer?.description ?? "?")", "handle": "\(handle ?? 0)"])
                 return SocketBearer(
                     descriptor: connection, linkInfo: LinkInfo(peer: peer, connectionHandle: handle), logger: logger)
@@ -147,10 +155,19 @@ public actor BlueZPeripheral {
         }
     }
 
-    /// Drops the link of `handle` now (HCI Disconnect, reason 0x13) and waits up to `timeout` for Disconnection
-    /// Complete. Returns false when the controller refused or did not confirm in time.
+    /// Drops the link of `handle` (HCI Disconnect, reason 0x13) once its socket's send queue is empty, so that the
+    /// last PDUs the device sent (the Write Response before a reset) reach the controller first; waits at most
+    /// `drainTimeout` for that, then up to `timeout` for Disconnection Complete. Returns false when the controller
+    /// refused or did not confirm in time.
     @discardableResult
-    public func disconnect(handle: UInt16, timeout: Duration = .seconds(2)) async -> Bool {
+    public func disconnect(
+        handle: UInt16, timeout: Duration = .seconds(2), drainTimeout: Duration = .seconds(1)
+    ) async -> Bool {
+        if let socket = linkSockets.withLock({ $0.removeValue(forKey: handle) }) {
+            let outcome = await L2CAPSendQueue.waitUntilDrained(socket, timeout: drainTimeout, clock: ContinuousClock())
+            logger.debug("send queue before disconnect", metadata: ["handle": "\(handle)", "queue": "\(outcome)"])
+            try? socket.close()  // our second descriptor; the link goes with HCI Disconnect below
+        }
         guard var channel else { return false }
         defer { self.channel = channel }
         guard let answer = try? await channel.send(.disconnect(handle: handle)), answer.status == .success else {
@@ -173,6 +190,9 @@ public actor BlueZPeripheral {
         channel = nil
         advertising = nil
         closeListener()
+        for socket in linkSockets.withLock({ state in defer { state = [:] }; return Array(state.values) }) {
+            try? socket.close()
+        }
     }
 
     /// Closes the listener from any thread (a signal handler): ``accept()`` ends with `.closed`.
@@ -183,6 +203,15 @@ public actor BlueZPeripheral {
         }) else { return }
         try? fd.shutdown()  // a listening socket may answer ENOTCONN; close is what matters
         try? fd.close()
+    }
+
+    /// Keeps a second descriptor of an accepted socket (see `linkSockets`); without one the drain is not waited for.
+    private nonisolated func keepLinkSocket(_ connection: SocketDescriptor, handle: UInt16) {
+        guard case .success(let raw) = valueOrErrno({ system_fcntl(connection.rawValue, F_DUPFD_CLOEXEC, 0) }) else {
+            return
+        }
+        let replaced = linkSockets.withLock { $0.updateValue(SocketDescriptor(rawValue: raw), forKey: handle) }
+        try? replaced?.close()  // a handle the controller reused after a link we never disconnected
     }
 
     private func open() throws(AdapterError) -> HCIChannel {
@@ -207,6 +236,59 @@ enum L2CAPLinkQueries {
         switch valueOrErrno({ system_getsockopt(socket.rawValue, BLEDFU_SOL_L2CAP, BLEDFU_L2CAP_CONNINFO, &info, &length) }) {
         case .success: return bledfu_btohs(info.hci_handle)
         case .failure: return nil
+        }
+    }
+}
+
+/// Waiting until an L2CAP socket has handed what it queued to the controller.
+public enum L2CAPSendQueue {
+    /// How a wait ended.
+    public enum Outcome: Equatable, Sendable, CustomStringConvertible {
+        /// Nothing queued any more, seen at the `polls`-th query.
+        case drained(polls: Int)
+        /// `queuedBytes` (buffer accounting, not payload) were still queued when the time was up or the wait was
+        /// cancelled.
+        case timedOut(queuedBytes: Int)
+        /// The kernel did not answer (the socket is gone, or it is no Bluetooth socket).
+        case failed(Errno)
+
+        public var description: String {
+            switch self {
+            case .drained(let polls): "drained after \(polls) queries"
+            case .timedOut(let queued): "\(queued) bytes still queued"
+            case .failed(let error): "unknown: \(error)"
+            }
+        }
+    }
+
+    /// Queries ioctl(TIOCOUTQ) every `interval` until the send buffer is entirely free, at most `timeout` on `clock`.
+    /// For Bluetooth sockets the kernel answers the free space (`sk_sndbuf` less the bytes of PDUs not yet handed to
+    /// the HCI driver), so the queue is empty when the answer equals SO_SNDBUF.
+    public static func waitUntilDrained<C: Clock<Duration>>(
+        _ socket: SocketDescriptor, timeout: Duration, interval: Duration = .milliseconds(5), clock: C
+    ) async -> Outcome {
+        let capacity: CInt
+        do throws(Errno) {
+            capacity = try socket.getOption(level: SOL_SOCKET, name: SO_SNDBUF)
+        } catch {
+            return .failed(error)
+        }
+        let deadline = clock.now.advanced(by: timeout)
+        var polls = 0
+        while true {
+            var free: CInt = 0
+            if case .failure(let error) = valueOrErrno({ system_ioctlSendQueue(socket.rawValue, &free) }) {
+                return .failed(error)
+            }
+            polls += 1
+            let queued = Int(capacity) - Int(free)
+            if queued <= 0 { return .drained(polls: polls) }
+            guard clock.now < deadline else { return .timedOut(queuedBytes: queued) }
+            do {
+                try await clock.sleep(for: interval)
+            } catch {
+                return .timedOut(queuedBytes: queued)  // cancelled: the caller is stopping, disconnect now
+            }
         }
     }
 }

@@ -22,7 +22,7 @@ extension BootloaderStateMachine {
         case .data:
             currentType = type
             // on_data_obj_create_request, in the SDK's order.
-            guard initValid, let firmwareSize = firmwareSize(settings) else {
+            guard initValid, let firmwareSize = announcedFirmwareSize(settings) else {
                 return actions.append(.notify(response(.create, .failure(.operationNotPermitted))))
             }
             let page = UInt32(profile.flash.pageSize)
@@ -81,7 +81,7 @@ extension BootloaderStateMachine {
 
     mutating func executeData(now: Duration, into actions: inout [BootloaderAction]) {
         // on_data_obj_execute_request: the written size must equal the created size (also fails on a repeat).
-        guard initValid, let firmwareSize = firmwareSize(settings),
+        guard initValid, let firmwareSize = announcedFirmwareSize(settings),
             settings.firmwareOffset &- settings.offsetLast == settings.dataObjectSize, settings.dataObjectSize != 0
         else {
             return actions.append(.notify(response(.execute, .failure(.operationNotPermitted))))
@@ -89,12 +89,14 @@ extension BootloaderStateMachine {
         settings.offsetLast = settings.firmwareOffset
         settings.crcLast = settings.firmwareCRC
         settings.dataObjectSize = 0
+        // on_data_obj_execute_request_sched (SDK 15-17) answers every data Execute only once nrf_fstorage is idle
+        // ("Wait for all buffers to be written in flash"): the response waits for the whole flash queue.
+        if let idle = flash.idleAt, idle > now { actions.append(.wait(idle - now)) }
         guard settings.firmwareOffset == firmwareSize else {
             if profile.saveProgress { persist() }
             return actions.append(.notify(response(.execute, .success)))
         }
-        // The last object: wait for the flash queue, then post-validate.
-        if let idle = flash.idleAt, idle > now { actions.append(.wait(idle - now)) }
+        // The last object: post-validate what the flash holds.
         flash.drain()
         let image = flash.contents(count: Int(firmwareSize))
         let status = postValidate(image)

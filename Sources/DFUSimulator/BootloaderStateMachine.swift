@@ -2,6 +2,7 @@ import ATT
 import BLECore
 import DFUPackage
 import DFUProtocol
+import Synchronization
 
 /// The nRF5 SDK 15-17 Secure DFU bootloader (BLE transport), as a pure value: events in, actions out.
 ///
@@ -35,6 +36,9 @@ public struct BootloaderStateMachine: Sendable {
         self.flash.slowdown = faults.slowFlash
         self.faults = FaultInjector(plan: faults)
     }
+
+    /// The last init command's announced firmware size (see ``announcedFirmwareSize(_:)``).
+    let initSizeMemo = InitSizeMemo()
 
     /// Faults that fired, in order.
     public var faultLog: [FaultRecord] { faults.log }
@@ -97,6 +101,13 @@ public struct BootloaderStateMachine: Sendable {
     }
 
     mutating func persist() { persisted = settings }
+
+    /// `firmwareSize(settings)`, decoding each stored init command once: Create, Execute and its fault step names
+    /// all ask, three protobuf decodes per data object otherwise.
+    func announcedFirmwareSize(_ settings: BootloaderSettings) -> UInt32? {
+        guard settings.commandSize != 0 else { return nil }
+        return initSizeMemo.size(of: settings.initCommand) { firmwareSize(settings) }
+    }
 
     // MARK: Control Point
 
@@ -163,7 +174,7 @@ public struct BootloaderStateMachine: Sendable {
         case .execute:
             if currentType == .command { return ["execute-command"] }
             let finalObject =
-                currentType == .data && firmwareSize(settings).map { settings.firmwareOffset == $0 } == true
+                currentType == .data && announcedFirmwareSize(settings).map { settings.firmwareOffset == $0 } == true
             return finalObject ? ["execute-data", "final-execute"] : ["execute-data"]
         default: return [request.opcode.name?.lowercased().replacingSpaces ?? "unknown"]
         }
@@ -243,4 +254,17 @@ public struct BootloaderStateMachine: Sendable {
 
 extension String {
     var replacingSpaces: String { String(map { $0 == " " ? "-" : $0 }) }
+}
+
+/// Remembers the firmware size decoded from the last init command seen (a pure function of its bytes, so copies of
+/// a state machine may share it).
+final class InitSizeMemo: Sendable {
+    private let last = Mutex<(command: [UInt8], size: UInt32?)?>(nil)
+
+    func size(of command: [UInt8], decode: () -> UInt32?) -> UInt32? {
+        if let known = last.withLock({ $0 }), known.command == command { return known.size }
+        let size = decode()
+        last.withLock { $0 = (command, size) }
+        return size
+    }
 }

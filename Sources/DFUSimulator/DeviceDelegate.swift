@@ -96,9 +96,9 @@ final class DeviceDelegate: GATTServerDelegate {
     }
 
     /// Carries out bootloader actions in order; returns the ATT error to answer, if any. A disconnect or reboot
-    /// that follows a notification closes the link from a task, so that the Write Response (which the SoftDevice
-    /// sends before the bootloader handles the request) can still go out; one that comes first closes at once (the
-    /// request is lost with the link).
+    /// that follows a notification closes the link once the server has answered the write (the SoftDevice sends
+    /// the Write Response before the bootloader handles the request, so the central always gets it); one that comes
+    /// first closes at once (the request is lost with the link).
     func perform(_ actions: [BootloaderAction], server: GATTServer) async -> ATTErrorCode? {
         var refusal: ATTErrorCode?
         var notified = false
@@ -122,9 +122,11 @@ final class DeviceDelegate: GATTServerDelegate {
         return refusal
     }
 
+    /// `deferred`: after the response to the PDU being handled (`closeAfterResponse` returns at once; awaiting the
+    /// close here would wait for the server, which waits for this delegate); else now.
     func close(_ server: GATTServer, deferred: Bool) async {
         if deferred {
-            Task { await server.close() }
+            await server.closeAfterResponse()
         } else {
             await server.close()
         }

@@ -61,7 +61,7 @@ extension BootloaderStateMachine {
         DeviceState.Settings(
             initCommandPresent: settings.commandSize != 0 && settings.commandOffset == settings.commandSize,
             initCommandValid: initValid, commandSize: settings.commandSize, commandOffset: settings.commandOffset,
-            commandCRC: settings.commandCRC, firmwareSize: firmwareSize(settings) ?? 0,
+            commandCRC: settings.commandCRC, firmwareSize: announcedFirmwareSize(settings) ?? 0,
             dataOffset: settings.firmwareOffset, dataCRC: settings.firmwareCRC, offsetLast: settings.offsetLast,
             crcLast: settings.crcLast, prnTarget: prnTarget, flashQueue: flash.pending.count)
     }

@@ -110,15 +110,22 @@ public struct FlashModel: Sendable {
     }
 
     private mutating func apply(_ op: FlashOperation) {
+        guard op.offset >= 0 else { return }
         switch op.kind {
         case .erase(let pages):
-            let end = op.offset + pages * parameters.pageSize
+            let end = op.offset + max(pages, 0) * parameters.pageSize
             grow(to: end)
-            for index in op.offset..<end { bank[index] = 0xFF }
+            bank.withUnsafeMutableBufferPointer { bank in
+                UnsafeMutableBufferPointer(rebasing: bank[op.offset..<end]).update(repeating: 0xFF)
+            }
         case .write(let bytes):
             grow(to: op.offset + bytes.count)
             // NOR flash only clears bits: a write over unerased bytes ANDs.
-            for (index, byte) in bytes.enumerated() { bank[op.offset + index] &= byte }
+            bank.withUnsafeMutableBufferPointer { bank in
+                bytes.withUnsafeBufferPointer { bytes in
+                    for index in bytes.indices { bank[op.offset + index] &= bytes[index] }
+                }
+            }
         }
     }
 

@@ -18,11 +18,14 @@ public enum DeviceLie: String, Codable, Sendable, Hashable, CaseIterable {
     case duplicatedResponses = "duplicate"
     /// After each Control Point notification, the one before it is sent again: a late answer arriving out of order.
     case outOfOrderResponses = "out-of-order"
-    /// Control Point notifications are padded with zeros to a 600-byte ATT PDU, beyond any ATT_MTU (max 517).
+    /// Control Point notifications are padded with zeros to an ATT PDU one octet longer than the link's ATT_MTU
+    /// (23, or what the Exchange MTU Request and Response passing through the bearer agreed on).
     case oversizePDU = "oversize-pdu"
     /// Control Point notifications are sent on the handle after the Control Point value handle (its CCCD).
     case wrongHandle = "wrong-handle"
-    /// The Exchange MTU Response announces a Server Rx MTU of 20, below the minimum ATT_MTU of 23.
+    /// The Exchange MTU Response announces a Server Rx MTU of 20, below the minimum ATT_MTU of 23. The device
+    /// itself is told that the client's Rx MTU is 23, so it keeps its own PDUs within the ATT_MTU of 23 that both
+    /// sides must then use (Core v5.4 Vol 3 Part F §3.4.2.2); add `oversize-pdu` for a device that does not.
     case mtuBelow23 = "mtu-below-23"
 }
 
@@ -71,6 +74,10 @@ public final class LyingBearer: ATTBearer {
         var told: [DeviceLie: Int] = [:]
         var previousNotification: (handle: UInt16, value: [UInt8])?
         var responses = 0
+        /// Exchange MTU: the host's Client Rx MTU (from its request) and ATT_MTU as this link agreed on it.
+        var clientRxMTU: Int?
+        var attMTU = 23
+        var announceMTU20 = false
         var total: Int { told.values.reduce(0, +) }
     }
 
@@ -85,7 +92,17 @@ public final class LyingBearer: ATTBearer {
     public var liesTold: Int { state.withLock { $0.total } }
     public func liesTold(_ lie: DeviceLie) -> Int { state.withLock { $0.told[lie] ?? 0 } }
 
-    public func receive() async throws(BearerError) -> [UInt8] { try await base.receive() }
+    public func receive() async throws(BearerError) -> [UInt8] {
+        let pdu = try await base.receive()
+        guard case .exchangeMTURequest(let clientRxMTU)? = try? ATTPDU(decoding: pdu) else { return pdu }
+        state.withLock { $0.clientRxMTU = Int(clientRxMTU) }
+        guard tell(.mtuBelow23) else { return pdu }
+        state.withLock { $0.announceMTU20 = true }
+        return ATTPDU.exchangeMTURequest(clientRxMTU: 23).encoded
+    }
+
+    /// ATT_MTU of the link as the PDUs seen so far set it (Core v5.4 Vol 3 Part F §3.4.2.2).
+    public var attMTU: Int { state.withLock { $0.attMTU } }
     public func close() async { await base.close() }
 
     public func send(_ pdu: [UInt8]) async throws(BearerError) {
@@ -96,9 +113,13 @@ public final class LyingBearer: ATTBearer {
     func rewrite(_ pdu: [UInt8]) -> [[UInt8]] {
         guard let decoded = try? ATTPDU(decoding: pdu) else { return [pdu] }
         switch decoded {
-        case .exchangeMTUResponse:
-            guard tell(.mtuBelow23) else { return [pdu] }
-            return [ATTPDU.exchangeMTUResponse(serverRxMTU: 20).encoded]
+        case .exchangeMTUResponse(let serverRxMTU):
+            let sent: UInt16 = state.withLock { state in
+                let sent: UInt16 = state.announceMTU20 ? 20 : serverRxMTU
+                state.attMTU = max(23, min(state.clientRxMTU ?? 23, Int(sent)))
+                return sent
+            }
+            return sent == serverRxMTU ? [pdu] : [ATTPDU.exchangeMTUResponse(serverRxMTU: sent).encoded]
         case .handleValueNotification(let handle, let value) where value.first == 0x60:
             return rewriteResponse(handle: handle, value: value)
         default:
@@ -122,7 +143,10 @@ public final class LyingBearer: ATTBearer {
         }
         if isChecksum, tell(.wrongCRC) { value[7] ^= 0x01 }
         if tell(.wrongHandle) { target = handle &+ 1 }
-        if tell(.oversizePDU) { value += [UInt8](repeating: 0, count: max(0, 600 - 3 - value.count)) }
+        if tell(.oversizePDU) {
+            // Opcode and handle take 3 octets: a value of ATT_MTU - 2 octets makes a PDU of ATT_MTU + 1.
+            value += [UInt8](repeating: 0, count: max(0, attMTU - 2 - value.count))
+        }
         var out = [ATTPDU.handleValueNotification(handle: target, value: value).encoded]
         if tell(.duplicatedResponses) { out.append(out[0]) }
         if let previous, tell(.outOfOrderResponses) {

@@ -3,6 +3,7 @@ import BLECore
 import DFUProtocol
 import GATT
 import Logging
+import Synchronization
 
 /// A virtual nRF5 device: application with a buttonless DFU characteristic, or the Secure DFU bootloader.
 ///
@@ -25,8 +26,16 @@ public actor VirtualDevice {
     let statusSink: (@Sendable (DeviceState) async -> Void)?
     let persistentSink: (@Sendable (DevicePersistentState) async -> Void)?
     let logger: Logger
-    /// When the modelled link is free for the next PDU.
-    var linkFreeAt: Duration = .zero
+    /// The link model's state, kept apart from the actor so that pacing a PDU needs no hop onto the device.
+    private struct LinkState {
+        /// When the modelled link is free for the next PDU.
+        var freeAt: Duration = .zero
+        /// `link.writeCommandMicros(attBytes:)` by PDU size: the model simulates a thousand connection events per
+        /// call, and a transfer asks for the same one or two sizes thousands of times.
+        var writeCommandMicrosBySize: [Int: Double] = [:]
+    }
+
+    private nonisolated let linkState = Mutex(LinkState())
 
     /// - Parameters:
     ///   - clock: device time and the pacing delays run on it (a `ManualClock` in tests).
@@ -124,7 +133,8 @@ public actor VirtualDevice {
     public func serve(_ bearer: any ATTBearer) async {
         connected = true
         bootloader.connected()
-        linkFreeAt = now()
+        let connectedAt = now()
+        linkState.withLock { $0.freeAt = connectedAt }
         let servedMode = mode
         let database: GATTDatabase
         switch servedMode {
@@ -166,20 +176,35 @@ public actor VirtualDevice {
 
     // MARK: Called by the delegate
 
-    /// Waits until the modelled link has carried `pdu`.
-    func pace(_ pdu: ATTPDU) async {
-        let micros: Double
+    /// Waits until the modelled link has carried `pdu`. Nonisolated: the link model has its own lock, and a PDU
+    /// that needs no wait (an unthrottled link) costs no hop onto the device.
+    nonisolated func pace(_ pdu: ATTPDU) async {
+        let attBytes: Int?
         switch pdu {
-        case .writeCommand: micros = link.writeCommandMicros(attBytes: pdu.encoded.count)
+        case .writeCommand(_, let value): attBytes = 3 + value.count
         case .writeRequest, .readRequest, .readBlobRequest, .readByTypeRequest, .readByGroupTypeRequest,
             .findInformationRequest, .findByTypeValueRequest, .exchangeMTURequest:
-            micros = link.requestRoundTripMicros
-        default: micros = link.writeCommandMicros(attBytes: pdu.encoded.count)
+            attBytes = nil
+        default: attBytes = pdu.encoded.count
         }
         let current = now()
-        let start = max(current, linkFreeAt)
-        linkFreeAt = start + profile.scaled(micros: micros)
-        await sleep(linkFreeAt - current)
+        let wait = linkState.withLock { state -> Duration in
+            let micros: Double
+            if let attBytes {
+                if let known = state.writeCommandMicrosBySize[attBytes] {
+                    micros = known
+                } else {
+                    micros = link.writeCommandMicros(attBytes: attBytes)
+                    state.writeCommandMicrosBySize[attBytes] = micros
+                }
+            } else {
+                micros = link.requestRoundTripMicros
+            }
+            let start = max(current, state.freeAt)
+            state.freeAt = start + profile.scaled(micros: micros)
+            return state.freeAt - current
+        }
+        if wait > .zero { await sleep(wait) }
     }
 
     func bootloaderEvent(_ event: BootloaderEvent) -> [BootloaderAction] {

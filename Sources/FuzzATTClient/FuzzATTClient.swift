@@ -25,7 +25,8 @@ import FuzzSupport
 ///
 /// Invariants checked (a violation traps, which libFuzzer reports as a crash): every request completes exactly
 /// once, none before it was made; once closed nothing is sent; everything sent is a well-formed ATT PDU; timers
-/// start only for pending requests; ATT_MTU stays within 23...max(23, our Rx MTU).
+/// start only for pending requests; ATT_MTU stays within 23...max(23, our Rx MTU); a PDU longer than ATT_MTU
+/// closes the bearer (`oversizePDU`) and is not delivered.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzATTClient(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data, size > 0 else { return 0 }
@@ -78,7 +79,16 @@ struct ClientScript {
                 let length = Int(byte() & 0x3F)
                 let pdu = Array(input.prefix(length))
                 input = input.dropFirst(length)
-                check(machine.received(pdu))
+                let limit = machine.mtu
+                let actions = machine.received(pdu)
+                // Core v5.4 Vol 3 Part F §3.2.8: a PDU longer than ATT_MTU closes the bearer, nothing is delivered.
+                if pdu.count > limit, !closed {
+                    precondition(
+                        actions.last == .close(ATTClientError(.oversizePDU))
+                            && !actions.contains { if case .deliver = $0 { true } else { false } },
+                        "a \(pdu.count)-octet PDU at ATT_MTU \(limit) did not close the bearer: \(actions)")
+                }
+                check(actions)
             case 4:
                 check(machine.timerFired(id: nextID &- 1))
             case 5:

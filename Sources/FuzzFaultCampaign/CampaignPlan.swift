@@ -16,8 +16,9 @@ struct CampaignRandom {
     mutating func chance(_ p: Double) -> Bool { Double(next() >> 11) / Double(1 << 53) < p }
 }
 
-/// The kinds of fault a run may get. `kill` is done by the campaign (the upload task is cancelled without Abort and
-/// its link closed, as when the bledfu process is killed); the others are the virtual device's `FaultPlan`.
+/// The kinds of fault a run may get. `kill` is done by the campaign: the run goes through real processes (a `bledfu
+/// simulate` child hosts the device, a `bledfu flash` child is sent SIGKILL, then `bledfu resume` reruns it,
+/// ``ProcessKillRun``); the others are the virtual device's `FaultPlan`.
 enum CampaignFault: String, CaseIterable, Comparable {
     case disconnectAtBytes = "disconnect-after-bytes"
     case disconnectAtStep = "disconnect-at-step"
@@ -46,8 +47,9 @@ struct RunPlan: CustomStringConvertible {
     var pacing: String
     var faults: FaultPlan
     var kinds: [CampaignFault]
-    /// Kill the upload after this many Packet writes, counted over all attempts (each fires once).
-    var killsAfterPackets: [Int]
+    /// SIGKILL the `bledfu` process once the device has received this many Packet bytes (counted over the device's
+    /// life, each fires once): a seeded number of packets of the run's MTU.
+    var killsAfterBytes: [Int]
     var items: [String]
 
     static let steps = [
@@ -58,7 +60,9 @@ struct RunPlan: CustomStringConvertible {
     /// invalid object, unsupported type, operation not permitted, operation failed, extended (with its code).
     static let rejections = ["03", "04", "05", "07", "08", "0A", "0B:07", "0B:08", "0B:0C"]
 
-    init(index: Int, campaignSeed: UInt64) {
+    /// `killShare`: the chance that a run which drew no kill gets one anyway (from a generator of its own, so the
+    /// other draws, and the runs that get none, stay the same as without it).
+    init(index: Int, campaignSeed: UInt64, killShare: Double = 0) {
         self.index = index
         var random = CampaignRandom(state: campaignSeed &* 0x1000_0001 &+ UInt64(index))
         seed = random.next()
@@ -70,6 +74,8 @@ struct RunPlan: CustomStringConvertible {
             let kind = random.pick(CampaignFault.allCases)
             if !kinds.contains(kind) { kinds.append(kind) }
         }
+        var extra = CampaignRandom(state: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x6B69_6C6C)
+        let forcedKill = !kinds.contains(.kill) && killShare > 0 && extra.chance(killShare)
         // PRN policies wait for receipts without asking; with silent drops every lost receipt costs a timeout.
         let lossy = kinds.contains(.drop) || kinds.contains(.stall)
         pacing = lossy ? random.pick(["adaptive", "checksum:8", "object"]) : random.pick(["adaptive", "prn:12", "object", "checksum:16", "nrfutil"])
@@ -86,6 +92,7 @@ struct RunPlan: CustomStringConvertible {
             case .kill:
                 kills.append(1 + random.below(max(1, total / packetSize)))
                 if random.chance(0.3) { kills.append(kills[0] + 1 + random.below(40)) }
+                kills = kills.map { $0 * packetSize }
             case .powerLoss:
                 if random.chance(0.5) {
                     items.append("power-loss-after-bytes=\(1 + random.below(total))")
@@ -100,14 +107,19 @@ struct RunPlan: CustomStringConvertible {
                 items.append("reject-at=\(step):\(random.pick(Self.rejections))")
             }
         }
-        killsAfterPackets = kills.sorted()
+        if forcedKill {
+            kinds.append(.kill)
+            kills = [packetSize * (1 + extra.below(max(1, total / packetSize)))]
+            if extra.chance(0.3) { kills.append(kills[0] + packetSize * (1 + extra.below(40))) }
+        }
+        killsAfterBytes = kills.sorted()
         self.items = items
         self.kinds = kinds.sorted()
         faults = (try? FaultPlan(parsing: items)) ?? FaultPlan(seed: seed)
     }
 
     var description: String {
-        let kills = killsAfterPackets.isEmpty ? "" : " kill-after-packets=\(killsAfterPackets.map(String.init).joined(separator: "/"))"
+        let kills = killsAfterBytes.isEmpty ? "" : " kill-after-bytes=\(killsAfterBytes.map(String.init).joined(separator: "/"))"
         return "run \(index): \(imageSize) B, MTU \(mtu), \(pacing), save_progress=\(saveProgress), "
             + items.joined(separator: ",") + kills
     }

@@ -34,20 +34,23 @@ struct RunReport {
     var falseSuccesses = 0
     /// The last attempt ended in an error, and the device had installed the image (checked on the device).
     var confirmedAfterLoss = false
+    /// Ran through real processes (``ProcessKillRun``): `bledfu simulate` and killed `bledfu flash` children.
+    var viaProcesses = false
+    /// `bledfu` processes sent SIGKILL, and the device's Packet bytes at each kill.
+    var killsFired = 0
+    var killBytes: [Int] = []
+    /// Every `bledfu flash` / `bledfu resume` process of the run, in order.
+    var processes: [UploadProcessResult] = []
 }
 
-/// A `DFUTransport` that counts Packet bytes and "kills the process" after a number of Packet writes.
+/// A `DFUTransport` that counts Packet writes and bytes.
 final class CountingTransport: DFUTransport {
     let base: GATTDFUTransport
     let counters: Mutex<(packets: Int, bytes: Int)>
-    let killAt: Int?
-    let onKill: @Sendable () -> Void
 
-    init(base: GATTDFUTransport, packetsBefore: Int, killAt: Int?, onKill: @escaping @Sendable () -> Void) {
+    init(base: GATTDFUTransport, packetsBefore: Int) {
         self.base = base
         counters = Mutex((packetsBefore, 0))
-        self.killAt = killAt
-        self.onKill = onKill
     }
 
     var controlPointNotifications: AsyncStream<[UInt8]> { base.controlPointNotifications }
@@ -58,21 +61,27 @@ final class CountingTransport: DFUTransport {
     }
 
     func writePacket(_ bytes: [UInt8]) async throws(DFUTransportError) {
-        let packets = counters.withLock { counters in
+        counters.withLock { counters in
             counters.packets += 1
             counters.bytes += bytes.count
-            return counters.packets
-        }
-        if let killAt, packets == killAt {
-            onKill()
-            throw DFUTransportError(.disconnected, "process killed")
         }
         try await base.writePacket(bytes)
     }
+
+    func writePackets(_ packets: [ArraySlice<UInt8>]) async throws(DFUTransportError) {
+        counters.withLock { counters in
+            counters.packets += packets.count
+            counters.bytes += packets.reduce(0) { $0 + $1.count }
+        }
+        try await base.writePackets(packets)
+    }
+
+    var peerFault: DFUTransportError? { get async { await base.peerFault } }
 }
 
-/// One upload of the campaign: a fresh virtual device with the run's faults, attempts until the image is verified
-/// or `maxAttempts` is reached, each attempt a new connection and a new driver that resumes from the journal.
+/// One upload of the campaign in this process (runs without a kill; ``ProcessKillRun`` does those): a fresh virtual
+/// device with the run's faults, attempts until the image is verified or `maxAttempts` is reached, each attempt a
+/// new connection and a new driver that resumes from the journal.
 struct CampaignRun {
     let plan: RunPlan
     let maxAttempts: Int
@@ -115,21 +124,14 @@ struct CampaignRun {
         let device = VirtualDevice(profile: profile, faults: plan.faults, clock: ContinuousClock())
         let store = InMemoryJournalStore()
         let journal = DFUJournal(deviceAddress: "C0:11:22:33:44:FF", packageSHA256: expected)
-        var kills = plan.killsAfterPackets
-        var killsFired = 0
         var packets = 0
         var succeeded = false
         while report.attempts < maxAttempts, !succeeded {
             report.attempts += 1
             let attempt = await attempt(
-                device: device, part: part, store: store, journal: journal, packetsBefore: packets,
-                killAt: kills.first)
+                device: device, part: part, store: store, journal: journal, packetsBefore: packets)
             packets = attempt.packets
             report.bytesWritten += attempt.bytes
-            if attempt.killed {
-                kills.removeFirst()
-                killsFired += 1
-            }
             switch attempt.result {
             case .success:
                 // Check the device as a careful host would after a reported success; a success without the image
@@ -151,10 +153,9 @@ struct CampaignRun {
                     report.interruptions += 1
                 }
             }
-            if case .failure = attempt.result, kills.first.map({ $0 <= packets }) == true { kills.removeFirst() }
         }
         let state = await device.state()
-        report.faultsFired = state.faults.map(\.kind) + Array(repeating: "kill", count: killsFired)
+        report.faultsFired = state.faults.map(\.kind)
         report.bytesResent = max(0, report.bytesWritten - part.image.count - part.initPacket.count)
         let installed = state.installed.application?.sha256
         let unclear = report.errors.filter { $0.isEmpty || $0.contains("\n") }
@@ -174,8 +175,7 @@ struct CampaignRun {
             // Resumable: the device as it was left (flash, settings), without faults, takes the next attempt.
             let restored = VirtualDevice(
                 profile: profile, clock: ContinuousClock(), restoring: await device.persistentState())
-            let next = await attempt(
-                device: restored, part: part, store: store, journal: journal, packetsBefore: 0, killAt: nil)
+            let next = await attempt(device: restored, part: part, store: store, journal: journal, packetsBefore: 0)
             let after = await restored.state().installed.application?.sha256
             if after == expected {
                 report.verdict = .clearErrorResumable
@@ -195,13 +195,11 @@ struct CampaignRun {
         var result: AttemptResult
         var packets: Int
         var bytes: Int
-        var killed: Bool
     }
 
     /// One connection: MTU exchange, discovery, one driver run from the stored journal.
     func attempt(
-        device: VirtualDevice, part: DFUPart, store: InMemoryJournalStore, journal: DFUJournal, packetsBefore: Int,
-        killAt: Int?
+        device: VirtualDevice, part: DFUPart, store: InMemoryJournalStore, journal: DFUJournal, packetsBefore: Int
     ) async -> Attempt {
         let (clientEnd, deviceEnd) = InMemoryBearer.makePair(capacity: 64, observer: observer)
         let serving = Task { await device.serve(deviceEnd) }
@@ -215,37 +213,26 @@ struct CampaignRun {
         } catch {
             await att.close()
             await serving.value
-            return Attempt(result: .failure("connect: \(error)"), packets: packetsBefore, bytes: 0, killed: false)
+            return Attempt(result: .failure("connect: \(error)"), packets: packetsBefore, bytes: 0)
         }
-        let killed = Mutex(false)
-        let task = Mutex<Task<Void, any Error>?>(nil)
-        let transport = CountingTransport(base: base, packetsBefore: packetsBefore, killAt: killAt) {
-            killed.withLock { $0 = true }
-            task.withLock { $0?.cancel() }
-        }
+        let transport = CountingTransport(base: base, packetsBefore: packetsBefore)
         let configuration = SecureDFUConfiguration(
             pacing: (try? PacingPolicies.parse(plan.pacing)) ?? AdaptivePacing(), maxAttempts: 3,
             checkpointTimeout: checkpointTimeout)
         let driver = SecureDFUDriver(
             transport: transport, clock: ContinuousClock(), configuration: configuration, journalStore: store)
         let stored = try? await store.load(deviceAddress: journal.deviceAddress, packageSHA256: journal.packageSHA256)
-        let upload = Task { () async throws -> Void in
-            try await driver.run(part: part, journal: stored ?? journal)
-        }
-        task.withLock { $0 = upload }
         let result: AttemptResult
         do {
-            try await upload.value
+            try await driver.run(part: part, journal: stored ?? journal)
             result = .success
         } catch {
             result = .failure("\(error)")
         }
-        // The process dies or the attempt ends: the link goes down either way.
+        // The attempt ends: the link goes down.
         await att.close()
         await serving.value
         let counted = transport.counters.withLock { $0 }
-        return Attempt(
-            result: killed.withLock({ $0 }) ? .failure("killed") : result, packets: counted.packets,
-            bytes: counted.bytes, killed: killed.withLock { $0 })
+        return Attempt(result: result, packets: counted.packets, bytes: counted.bytes)
     }
 }

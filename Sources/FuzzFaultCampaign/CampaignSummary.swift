@@ -46,7 +46,8 @@ struct CampaignSummary {
         // disconnect) applies to save_progress devices; the others are listed for comparison.
         for keeps in [true, false] {
             let pure = reports.filter {
-                $0.interruptions > 0 && $0.plan.saveProgress == keeps && $0.plan.kinds.allSatisfy(\.interruptsOnly)
+                !$0.viaProcesses && $0.interruptions > 0 && $0.plan.saveProgress == keeps
+                    && $0.plan.kinds.allSatisfy(\.interruptsOnly)
             }
             let label = keeps ? "save_progress on " : "save_progress off"
             guard !pure.isEmpty else {
@@ -61,9 +62,56 @@ struct CampaignSummary {
                     + "max \(Int(sorted.last ?? 0)) B over \(pure.count) run(s); \(over) above one object + init "
                     + "(\(Self.resendBound) B)")
         }
+        lines += killLines
         let total = reports.map(\.bytesResent).reduce(0, +)
         let written = reports.map(\.bytesWritten).reduce(0, +)
         lines.append("  bytes written:             \(written) in all, \(total) resent (all faults)")
         return lines.joined(separator: "\n")
+    }
+
+    /// The real kills (``ProcessKillRun``): how many, the reruns' exit statuses, bytes resent per kill.
+    var killLines: [String] {
+        let runs = reports.filter(\.viaProcesses)
+        guard !runs.isEmpty else { return ["  real kills:                no run drew a kill"] }
+        var lines: [String] = []
+        let kills = runs.map(\.killsFired).reduce(0, +)
+        let planned = runs.map(\.plan.killsAfterBytes.count).reduce(0, +)
+        lines.append(
+            "  real kills (SIGKILL of bledfu flash/resume): \(kills) in \(runs.count) run(s) "
+                + "(\(planned - kills) planned kill(s) not fired: that process had ended first)")
+        var statuses: [String: Int] = [:]
+        for run in runs {
+            for process in run.processes where process.killedAtBytes == nil {
+                statuses["\(process.command) \(process.status.map(String.init) ?? "hung")", default: 0] += 1
+            }
+        }
+        lines.append(
+            "    unkilled processes' exit statuses: " + statuses.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+                .joined(separator: ", "))
+        let errors = Set(runs.flatMap(\.processes).filter { $0.killedAtBytes == nil && $0.status != 0 }
+            .compactMap(\.errorLines.first).map { String($0.prefix(70)) })
+        for error in errors.sorted().prefix(8) { lines.append("    error line:              \(error)") }
+        // Bytes the device received beyond one copy (init packet + image), per interruption (kills and the
+        // disconnects the device made), in runs whose faults only interrupt the link and which ended verified
+        // without a restored device.
+        for keeps in [true, false] {
+            let pure = runs.filter {
+                $0.killsFired > 0 && $0.plan.saveProgress == keeps && $0.plan.kinds.allSatisfy(\.interruptsOnly)
+                    && $0.verdict == .verified
+            }
+            let label = keeps ? "save_progress on " : "save_progress off"
+            guard !pure.isEmpty else {
+                lines.append("    resent/kill, \(label):  no run with kills and disconnects only")
+                continue
+            }
+            func interruptions(_ run: RunReport) -> Int { run.faultsFired.filter { $0 == "kill" || $0 == "disconnect" }.count }
+            let sorted = pure.map { Double($0.bytesResent) / Double(max(1, interruptions($0))) }.sorted()
+            let over = pure.filter { $0.bytesResent > interruptions($0) * Self.resendBound }.count
+            lines.append(
+                "    resent/kill, \(label):  median \(Int(sorted[sorted.count / 2])) B, max \(Int(sorted.last ?? 0)) B "
+                    + "per kill or disconnect over \(pure.count) run(s) with only those faults; \(over) above one "
+                    + "object + init (\(Self.resendBound) B)")
+        }
+        return lines
     }
 }

@@ -8,9 +8,12 @@ import Synchronization
 /// violation.
 ///
 ///     FuzzFaultCampaign [--runs N] [--seed S] [--attempts N] [--timeout-ms MS] [--verbose] [--run INDEX]
-///                       [--capture DIR]
+///                       [--kill-share P] [--no-kills] [--bledfu PATH] [--speedup K] [--keep-files DIR] [--capture DIR]
 ///
-/// `--run INDEX` replays one run of the campaign (the plan depends only on the seed and the index).
+/// `--run INDEX` replays one run of the campaign (the plan depends only on the seed, the index and the kill share).
+/// Runs that draw a kill run the real `bledfu` (``ProcessKillRun``): `--bledfu` names it (default: next to this
+/// executable); `--kill-share P` gives that many of the other runs a kill too; `--no-kills` runs every plan in this
+/// process without its kills (the other faults as drawn; no `bledfu` needed).
 @main
 struct FaultCampaign {
     static func main() async {
@@ -21,6 +24,13 @@ struct FaultCampaign {
         var verbose = false
         var capture: String?
         var only: Int?
+        var killShare = 0.0
+        var noKills = false
+        var setup = ProcessSetup(
+            bledfu: ProcessSetup.defaultBledfu(),
+            root: URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+                "bledfu-campaign-\(ProcessInfo.processInfo.processIdentifier)"),
+            keepFiles: false, speedup: 20, timeoutSeconds: 2, processLimitSeconds: 120)
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -31,29 +41,61 @@ struct FaultCampaign {
             case "--verbose": verbose = true
             case "--capture": capture = arguments.popFirst()
             case "--run": only = arguments.popFirst().flatMap { Int($0) }
+            case "--kill-share": killShare = arguments.popFirst().flatMap { Double($0) } ?? killShare
+            case "--no-kills": noKills = true
+            case "--bledfu": setup.bledfu = arguments.popFirst().map { URL(fileURLWithPath: $0) } ?? setup.bledfu
+            case "--speedup": setup.speedup = arguments.popFirst().flatMap { Double($0) } ?? setup.speedup
+            case "--keep-files":
+                setup.root = arguments.popFirst().map { URL(fileURLWithPath: $0) } ?? setup.root
+                setup.keepFiles = true
             default:
-                print("usage: FuzzFaultCampaign [--runs N] [--seed S] [--attempts N] [--timeout-ms MS] [--verbose] [--run INDEX] [--capture DIR]")
+                print(
+                    "usage: FuzzFaultCampaign [--runs N] [--seed S] [--attempts N] [--timeout-ms MS] [--verbose] "
+                        + "[--run INDEX] [--kill-share P] [--no-kills] [--bledfu PATH] [--speedup K] [--keep-files DIR] [--capture DIR]")
                 exit(2)
             }
         }
         if let capture {
             exit(await Self.capture(into: capture) ? 0 : 1)
         }
+        let indices = only.map { [$0] } ?? Array(0..<runs)
+        var plans = indices.map { RunPlan(index: $0, campaignSeed: seed, killShare: killShare) }
+        if noKills {
+            for index in plans.indices { plans[index].killsAfterBytes = [] }
+        }
+        if plans.contains(where: { !$0.killsAfterBytes.isEmpty }),
+            !FileManager.default.isExecutableFile(atPath: setup.bledfu.path)
+        {
+            print("FuzzFaultCampaign: no bledfu executable at \(setup.bledfu.path) (build it, or name it with --bledfu)")
+            exit(2)
+        }
         let clock = ContinuousClock()
         let start = clock.now
         var reports: [RunReport] = []
-        for index in only.map({ [$0] }) ?? Array(0..<runs) {
-            let plan = RunPlan(index: index, campaignSeed: seed)
-            let run = CampaignRun(plan: plan, maxAttempts: attempts, checkpointTimeout: .milliseconds(timeoutMs))
-            let report = await run.run()
+        for plan in plans {
+            let report: RunReport
+            if plan.killsAfterBytes.isEmpty {
+                let run = CampaignRun(plan: plan, maxAttempts: attempts, checkpointTimeout: .milliseconds(timeoutMs))
+                report = await run.run()
+            } else {
+                report = ProcessKillRun(plan: plan, setup: setup, maxReruns: 3).run()
+            }
             reports.append(report)
             if verbose || report.verdict == .violation {
+                var fired: [String: Int] = [:]
+                for kind in report.faultsFired { fired[kind, default: 0] += 1 }
+                let firedText = fired.sorted { $0.key < $1.key }.map { $0.value == 1 ? $0.key : "\($0.key)×\($0.value)" }
                 print(
                     "\(report.verdict.rawValue): \(plan) | attempts \(report.attempts), resent \(report.bytesResent) B, "
-                        + "fired \(report.faultsFired.joined(separator: "+"))\(report.note.isEmpty ? "" : " | " + report.note)")
-                if verbose { for error in report.errors { print("    \(error)") } }
+                        + "fired \(firedText.joined(separator: "+"))\(report.note.isEmpty ? "" : " | " + report.note)")
+                if report.viaProcesses {
+                    for process in report.processes { print("    \(process)") }
+                } else if verbose {
+                    for error in report.errors { print("    \(error)") }
+                }
             }
         }
+        if !setup.keepFiles { try? FileManager.default.removeItem(at: setup.root) }
         let elapsed = start.duration(to: clock.now)
         print(CampaignSummary(reports: reports, seed: seed, elapsed: elapsed).text)
         exit(reports.contains { $0.verdict == .violation } ? 1 : 0)
@@ -65,7 +107,7 @@ struct FaultCampaign {
         let recorder = PDURecorder()
         var plan = RunPlan(index: 0, campaignSeed: 0)
         plan.faults = .init()
-        plan.killsAfterPackets = []
+        plan.killsAfterBytes = []
         plan.mtu = 247
         plan.imageSize = 9000
         var run = CampaignRun(plan: plan, maxAttempts: 1, checkpointTimeout: .seconds(5))

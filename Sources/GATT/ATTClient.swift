@@ -1,6 +1,7 @@
 import ATT
 import BLECore
 import Logging
+import Synchronization
 
 /// The client side of one ATT bearer (Core v5.4 Vol 3 Part F §3.3): a thin actor that performs the actions of
 /// `ATTClientStateMachine`.
@@ -30,15 +31,25 @@ public actor ATTClient {
     private let sleep: @Sendable (Duration) async throws -> Void
     private let logger: Logger
     private let notificationContinuation: AsyncStream<ATTNotification>.Continuation
+    /// Handles whose notification values go to a stream of their own (``notificationValues(handle:)``); nil once
+    /// the client has stopped.
+    private nonisolated let routes = Mutex<[UInt16: AsyncStream<[UInt8]>.Continuation]?>([:])
     private let outgoing: AsyncStream<Outgoing>.Continuation
     private var nextID: ATTClientStateMachine.RequestID = 0
     private var waiters: [ATTClientStateMachine.RequestID: CheckedContinuation<Result<ATTPDU, ATTClientError>, Never>] =
         [:]
+    /// The transaction timer's task. One task serves consecutive transactions: it sleeps until the deadline it
+    /// was started with, then fires if the outstanding transaction's deadline has passed, or sleeps on to it (a
+    /// task and a clock timer per request would cost more than the request itself on a fast link).
     private var timer: Task<Void, Never>?
+    /// The outstanding transaction and when it times out (time since `init`, on the injected clock).
+    private var transactionDeadline: (id: ATTClientStateMachine.RequestID, at: Duration)?
+    private let now: @Sendable () -> Duration
     private var disconnectWaiters: [CheckedContinuation<ATTClientError, Never>] = []
 
     private struct Outgoing: Sendable {
-        var bytes: [UInt8]
+        /// One PDU, or a burst of commands that goes to the bearer in one `send(burst:)`.
+        var pdus: [[UInt8]]
         var completion: CheckedContinuation<Result<Void, ATTClientError>, Never>?
     }
 
@@ -58,6 +69,8 @@ public actor ATTClient {
         self.machine = ATTClientStateMachine(rxMTU: rxMTU)
         self.timeout = transactionTimeout
         self.sleep = { duration in try await clock.sleep(for: duration) }
+        let start = clock.now
+        self.now = { start.duration(to: clock.now) }
         self.logger = logger
         (notifications, notificationContinuation) = AsyncStream.makeStream(of: ATTNotification.self)
         let (outgoingStream, outgoingContinuation) = AsyncStream.makeStream(of: Outgoing.self)
@@ -103,9 +116,46 @@ public actor ATTClient {
             throw ATTClientError(.invalidArgument, "\(pdu.opcode) is not a command")
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ATTClientError>, Never>) in
-            outgoing.yield(Outgoing(bytes: pdu.encoded, completion: continuation))
+            outgoing.yield(Outgoing(pdus: [pdu.encoded], completion: continuation))
         }
         try result.get()
+    }
+
+    /// Sends encoded commands (e.g. Write Commands from ``ATTPDU/encodeWriteCommand(handle:value:)``) as one burst:
+    /// in this order, with nothing between them, in as few bearer calls as the bearer allows. Returns once the
+    /// bearer has taken them all. Every PDU must be a command of at most ATT_MTU octets (else `.invalidArgument`
+    /// and nothing is sent).
+    public func commands(encoded pdus: [[UInt8]]) async throws(ATTClientError) {
+        if let reason = machine.closedReason { throw reason }
+        let limit = machine.mtu
+        for pdu in pdus {
+            guard let first = pdu.first, ATTOpcode(first).kind == .command else {
+                throw ATTClientError(.invalidArgument, "not a command: \(pdu.prefix(8).map { $0 }.hexString)")
+            }
+            guard pdu.count <= limit else {
+                throw ATTClientError(.invalidArgument, "command of \(pdu.count) octets exceeds ATT_MTU = \(limit)")
+            }
+        }
+        guard !pdus.isEmpty else { return }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ATTClientError>, Never>) in
+            outgoing.yield(Outgoing(pdus: pdus, completion: continuation))
+        }
+        try result.get()
+    }
+
+    /// The values of the notifications and indications on `handle`, in arrival order, handed over by the read loop
+    /// itself (no task in between, which matters on a per-PDU path such as a DFU Control Point). They no longer
+    /// appear in ``notifications``. A later call for the same handle replaces the stream (the old one ends). The
+    /// stream ends when the client stops.
+    public nonisolated func notificationValues(handle: UInt16) -> AsyncStream<[UInt8]> {
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let replaced = routes.withLock { routes -> (AsyncStream<[UInt8]>.Continuation?, Bool) in
+            guard routes != nil else { return (nil, false) }
+            return (routes?.updateValue(continuation, forKey: handle), true)
+        }
+        replaced.0?.finish()
+        if !replaced.1 { continuation.finish() }
+        return stream
     }
 
     /// Suspends until the client has stopped (link loss, timeout, protocol error or `close()`) and returns why.
@@ -127,33 +177,34 @@ public actor ATTClient {
             switch action {
             case .send(let bytes):
                 logger.trace("ATT send", metadata: ["att.pdu": "\(bytes.hexString)"])
-                outgoing.yield(Outgoing(bytes: bytes, completion: nil))
+                outgoing.yield(Outgoing(pdus: [bytes], completion: nil))
             case .startTimer(let id):
-                timer?.cancel()
-                let sleep = self.sleep
-                let timeout = self.timeout
-                timer = Task {
-                    do {
-                        try await sleep(timeout)
-                    } catch {
-                        return  // cancelled: the response arrived in time
-                    }
-                    self.timerFired(id)
-                }
+                transactionDeadline = (id, now() + timeout)
+                if timer == nil { startTimer(after: timeout) }
             case .cancelTimer:
-                timer?.cancel()
-                timer = nil
+                // The timer task finds nothing due when it wakes, and ends.
+                transactionDeadline = nil
             case .complete(let id, let result):
                 waiters.removeValue(forKey: id)?.resume(returning: result)
             case .deliver(let notification):
                 logger.trace("ATT notification", metadata: ["att.handle": "\(notification.handle)"])
-                notificationContinuation.yield(notification)
+                if let route = routes.withLock({ $0?[notification.handle] }) {
+                    route.yield(notification.value)
+                } else {
+                    notificationContinuation.yield(notification)
+                }
             case .close(let reason):
                 logger.debug("ATT client closing", metadata: ["att.reason": "\(reason)"])
                 notificationContinuation.finish()
+                let routed = routes.withLock { routes -> [AsyncStream<[UInt8]>.Continuation] in
+                    defer { routes = nil }
+                    return routes.map { Array($0.values) } ?? []
+                }
+                for route in routed { route.finish() }
                 outgoing.finish()
                 timer?.cancel()
                 timer = nil
+                transactionDeadline = nil
                 for waiter in disconnectWaiters { waiter.resume(returning: reason) }
                 disconnectWaiters = []
                 let bearer = self.bearer
@@ -162,8 +213,25 @@ public actor ATTClient {
         }
     }
 
-    private func timerFired(_ id: ATTClientStateMachine.RequestID) {
-        perform(machine.timerFired(id: id))
+    private func startTimer(after delay: Duration) {
+        let sleep = self.sleep
+        timer = Task {
+            do {
+                try await sleep(delay)
+            } catch {
+                return  // cancelled: the client closed
+            }
+            self.timerWoke()
+        }
+    }
+
+    private func timerWoke() {
+        timer = nil
+        guard let deadline = transactionDeadline else { return }
+        let remaining = deadline.at - now()
+        guard remaining <= .zero else { return startTimer(after: remaining) }
+        transactionDeadline = nil
+        perform(machine.timerFired(id: deadline.id))
     }
 
     private func received(_ bytes: [UInt8]) {
@@ -197,7 +265,11 @@ public actor ATTClient {
     private nonisolated func writeLoop(_ stream: AsyncStream<Outgoing>) async {
         for await item in stream {
             do {
-                try await bearer.send(item.bytes)
+                if item.pdus.count == 1 {
+                    try await bearer.send(item.pdus[0])
+                } else {
+                    try await bearer.send(burst: item.pdus)
+                }
                 item.completion?.resume(returning: .success(()))
             } catch {
                 let reason = await sendFailed(error)

@@ -19,6 +19,9 @@ public struct ATTClientError: Error, Hashable, Sendable, CustomStringConvertible
         public static let closed = Code("closed")
         /// An incoming PDU could not be decoded; the bearer was closed.
         public static let decoding = Code("decoding")
+        /// The peer sent a PDU longer than ATT_MTU (Core v5.4 Vol 3 Part F §3.2.8: ATT_MTU is the maximum size of
+        /// any packet sent between client and server); the bearer was closed.
+        public static let oversizePDU = Code("oversizePDU")
         /// The caller asked for something this API cannot do (a command passed to `request`, a value too long,
         /// notifications on a characteristic without a CCCD).
         public static let invalidArgument = Code("invalidArgument")

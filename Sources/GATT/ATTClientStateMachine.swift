@@ -107,6 +107,13 @@ struct ATTClientStateMachine {
     /// A PDU arrived from the peer.
     mutating func received(_ bytes: [UInt8]) -> [Action] {
         guard closedReason == nil else { return [] }
+        // Core v5.4 Vol 3 Part F §3.2.8: ATT_MTU (23 until an exchange; the 3-octet Exchange MTU Response fits) is
+        // the maximum size of any packet sent between client and server. A peer that sends more is broken.
+        guard bytes.count <= mtu else {
+            let what = bytes.first.map { " (\(ATTOpcode(rawValue: $0)))" } ?? ""
+            return close(
+                ATTClientError(.oversizePDU, "peer sent a \(bytes.count)-byte PDU\(what), longer than ATT_MTU \(mtu)"))
+        }
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(decoding: bytes)

@@ -12,6 +12,8 @@ public actor GATTServer {
     /// Core v5.4 Vol 3 Part F §3.3.3: a transaction (here: an indication awaiting its confirmation) times out after
     /// 30 seconds.
     public static let defaultIndicationTimeout: Duration = .seconds(30)
+    /// PDUs `run()` takes from the bearer at once (a burst of Write Commands).
+    static let receiveBatch = 32
 
     public nonisolated let bearer: any ATTBearer
     public nonisolated let database: GATTDatabase
@@ -35,6 +37,10 @@ public actor GATTServer {
     private var confirmation: (id: UInt64, continuation: CheckedContinuation<Result<Void, GATTServerError>, Never>)?
     private var nextIndicationID: UInt64 = 0
     private var disconnectWaiters: [CheckedContinuation<GATTServerError, Never>] = []
+    /// True while `run()` handles a PDU (from its arrival to its response); `closeAfterResponse()` then defers.
+    private var handlingPDU = false
+    /// Set by `closeAfterResponse()` during handling: `run()` closes once the PDU has been answered.
+    private var closeRequested = false
 
     /// - Parameters:
     ///   - maximumMTU: our Rx MTU; the ATT_MTU becomes the smaller of this and the client's (at least 23).
@@ -68,16 +74,24 @@ public actor GATTServer {
     @discardableResult
     public func run() async -> GATTServerError {
         while closedReason == nil {
-            let bytes: [UInt8]
+            // What has already arrived, in one system call where the bearer can; still handled one PDU at a time.
+            let arrived: [[UInt8]]
             do {
-                bytes = try await bearer.receive()
+                arrived = try await bearer.receive(upTo: Self.receiveBatch)
             } catch {
                 let code: GATTServerError.Code = error.code == .timeout ? .timeout : .disconnected
                 await finish(GATTServerError(code, error.description))
                 break
             }
-            logger.trace("GATT server receive", metadata: ["att.pdu": "\(bytes.hexString)"])
-            await handle(bytes)
+            for bytes in arrived where closedReason == nil {
+                logger.trace("GATT server receive", metadata: ["att.pdu": "\(bytes.hexString)"])
+                handlingPDU = true
+                await handle(bytes)
+                handlingPDU = false
+                if closeRequested {
+                    await finish(GATTServerError(.disconnected, "closed by the server after the response"))
+                }
+            }
         }
         return closedReason ?? GATTServerError(.disconnected)
     }
@@ -91,6 +105,21 @@ public actor GATTServer {
     /// Closes the link (a disconnect by the peripheral).
     public func close() async {
         await finish(GATTServerError(.disconnected, "closed by the server"))
+    }
+
+    /// Closes the link once the PDU being handled is answered: a delegate calls this while the server handles a
+    /// PDU (from `beforeHandling`, `write`, ...) and returns; the server sends the response (a Write Response, an
+    /// Error Response; nothing for a command) and then closes the bearer, so the PDUs the delegate sent first
+    /// (notifications), the response and the close reach the peer in that order. It returns at once: awaiting
+    /// the close here would wait for the server, which waits for the delegate. Called while no PDU is being
+    /// handled, it closes at once, like `close()`. The server handles one PDU at a time, so a call from another
+    /// task during that time also waits for the response.
+    public func closeAfterResponse() async {
+        if handlingPDU {
+            closeRequested = true
+        } else {
+            await close()
+        }
     }
 
     /// The CCCD value the client wrote for the characteristic value at `valueHandle` (empty when never written).

@@ -158,6 +158,21 @@ public final class CapturingBearer: ATTBearer {
         return pdu
     }
 
+    public func send(burst pdus: [[UInt8]]) async throws(BearerError) {
+        for pdu in pdus {
+            for observer in observers { observer.observe(pdu: pdu, sent: true) }
+        }
+        try await base.send(burst: pdus)
+    }
+
+    public func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]] {
+        let pdus = try await base.receive(upTo: maximumCount)
+        for pdu in pdus {
+            for observer in observers { observer.observe(pdu: pdu, sent: false) }
+        }
+        return pdus
+    }
+
     public func close() async {
         await base.close()
     }

@@ -9,10 +9,13 @@ import SystemPackage
 
 /// Readiness notification without busy polling and without blocking Swift's cooperative threads.
 ///
-/// One dedicated thread sits in `poll(2)` on the registered descriptors plus the read end of a wake-up pipe.
-/// `wait(for:readable:timeout:)` registers a continuation and writes one byte to the pipe so the thread rebuilds
-/// its set; when a descriptor becomes ready (or reports an error or hang-up, which the next I/O call will
-/// surface), its continuations are resumed. Deadlines are handled by the poll timeout.
+/// One dedicated thread sits in `epoll_wait(2)`. `wait(for:readable:timeout:)` registers a continuation and arms the
+/// descriptor in the epoll set (`EPOLLONESHOT`, the interest of every wait on it) from the caller's thread, so the
+/// reactor thread needs no wake-up to see it; when a descriptor becomes ready (or reports an error or hang-up,
+/// which the next I/O call will surface), the continuations waiting for that direction are resumed and the
+/// descriptor is re-armed for the others. Deadlines are handled by the epoll timeout; a wait with a deadline
+/// writes one byte to a wake-up pipe so the thread recomputes it. A descriptor epoll refuses (a regular file)
+/// counts as ready at once, as poll(2) reports it.
 public final class Reactor: Sendable {
     /// The process-wide reactor (its thread starts on first use).
     public static let shared = Reactor()
@@ -30,24 +33,38 @@ public final class Reactor: Sendable {
         var started = false
         /// Waits cancelled before they registered.
         var cancelledEarly: Set<UInt64> = []
+        /// Descriptors in the epoll set and the events they are armed for (0: disarmed, a one-shot that fired).
+        var armed: [CInt: UInt32] = [:]
     }
 
     private let state = Mutex(State())
+    private let epoll: CInt
     private let wakeRead: CInt
     private let wakeWrite: CInt
+    /// The epoll data of the wake-up pipe (descriptors are never this large).
+    private static let wakeData = UInt64.max
 
     private init() {
+        let epollFD = Reactor.withoutMock { () -> CInt in
+            switch valueOrErrno({ system_epoll_create1(EpollEvents.closeOnExec) }) {
+            case .success(let fd): return fd
+            case .failure: return -1
+            }
+        }
+        epoll = epollFD
         var fds: [CInt] = [-1, -1]
         let result = Reactor.withoutMock { valueOrErrno { system_pipe(&fds) } }
-        // Without a pipe the reactor cannot be woken; fall back to a short poll timeout (see `loop`).
+        // Without a pipe a new deadline is noticed late; the loop then wakes every 50 ms (see `loop`).
         let configured = Reactor.withoutMock { () -> Bool in
             guard case .success = result else { return false }
             do throws(Errno) {
                 try SocketDescriptor.setNonBlockingCloseOnExec(fds[0])
                 try SocketDescriptor.setNonBlockingCloseOnExec(fds[1])
-                return true
             } catch {
                 return false
+            }
+            return EpollEvents.withEvent(events: EpollEvents.readable, data: Reactor.wakeData) { event in
+                system_epoll_ctl(epollFD, EpollEvents.control.add, fds[0], event) == 0
             }
         }
         if configured {
@@ -100,40 +117,86 @@ public final class Reactor: Sendable {
         state.withLock { $0.registrations.values.filter { $0.fd == fd }.count }
     }
 
-    /// Resumes every wait on `fd` with ECANCELED (call before closing a descriptor).
+    /// Resumes every wait on `fd` with ECANCELED and takes `fd` out of the epoll set (call before closing it).
     public func cancelWaits(on fd: CInt) {
+        let epoll = self.epoll
         let cancelled = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            if state.armed.removeValue(forKey: fd) != nil {
+                // ENOENT/EBADF when it is already gone: nothing left to remove.
+                _ = Reactor.withoutMock {
+                    valueOrErrno { system_epoll_ctl(epoll, EpollEvents.control.delete, fd, nil) }
+                }
+            }
             let ids = state.registrations.filter { $0.value.fd == fd }.map(\.key)
             return ids.compactMap { state.registrations.removeValue(forKey: $0)?.continuation }
         }
         for continuation in cancelled { continuation.resume(throwing: Errno.canceled) }
-        wake()
     }
 
     private func register(
         id: UInt64, fd: CInt, readable: Bool, deadline: ContinuousClock.Instant?,
         continuation: CheckedContinuation<Void, any Error>
     ) {
-        let (startThread, cancelled) = state.withLock { state -> (Bool, Bool) in
-            if state.cancelledEarly.remove(id) != nil { return (false, true) }
+        let (startThread, cancelled, ready) = state.withLock {
+            state -> (Bool, Bool, [CheckedContinuation<Void, any Error>]) in
+            if state.cancelledEarly.remove(id) != nil { return (false, true, []) }
             state.registrations[id] = Registration(
                 fd: fd, readable: readable, deadline: deadline, continuation: continuation)
+            let ready = arm(fd, &state)
             defer { state.started = true }
-            return (!state.started, false)
+            return (!state.started, false, ready)
         }
         if cancelled {
             continuation.resume(throwing: Errno.canceled)
             return
         }
+        for waiter in ready { waiter.resume() }
         if startThread {
             let thread = Thread { [self] in self.loop() }
             thread.name = "bledfu-reactor"
             thread.start()
         }
-        wake()
+        // The loop sleeps until the earliest deadline it knew of; a new deadline may be earlier.
+        if deadline != nil { wake() }
     }
 
-    /// Resumes one registration if it is still pending (cancellation).
+    /// Arms `fd` in the epoll set for what its waits want (under the lock). Returns the waits to resume at once
+    /// when epoll refuses the descriptor (a regular file is always ready; a bad descriptor fails at the next call).
+    private func arm(_ fd: CInt, _ state: inout State) -> [CheckedContinuation<Void, any Error>] {
+        guard fd >= 0 else { return [] }
+        var wanted: UInt32 = 0
+        for registration in state.registrations.values where registration.fd == fd {
+            wanted |= registration.readable ? EpollEvents.readable : EpollEvents.writable
+        }
+        guard wanted != 0 else { return [] }
+        let interest = wanted | EpollEvents.oneShot
+        let current = state.armed[fd]
+        if current == interest { return [] }
+        let epoll = self.epoll
+        let result = Reactor.withoutMock { () -> Result<CInt, Errno> in
+            EpollEvents.withEvent(events: interest, data: UInt64(fd)) { event in
+                let first = current == nil ? EpollEvents.control.add : EpollEvents.control.modify
+                switch valueOrErrno({ system_epoll_ctl(epoll, first, fd, event) }) {
+                case .failure(let error) where error == .noSuchFileOrDirectory:
+                    // Closed and reopened under the same number without cancelWaits: epoll dropped it.
+                    return valueOrErrno { system_epoll_ctl(epoll, EpollEvents.control.add, fd, event) }
+                case .failure(let error) where error == .fileExists:
+                    return valueOrErrno { system_epoll_ctl(epoll, EpollEvents.control.modify, fd, event) }
+                case let other: return other
+                }
+            }
+        }
+        if case .success = result {
+            state.armed[fd] = interest
+            return []
+        }
+        state.armed[fd] = nil
+        let ids = state.registrations.filter { $0.value.fd == fd }.map(\.key)
+        return ids.compactMap { state.registrations.removeValue(forKey: $0)?.continuation }
+    }
+
+    /// Resumes one registration if it is still pending (cancellation). The descriptor stays armed; an event nobody
+    /// waits for any more just disarms it.
     private func resume(id: UInt64, with result: Result<Void, Errno>) {
         let registration = state.withLock { state -> Registration? in
             guard let registration = state.registrations.removeValue(forKey: id) else {
@@ -143,7 +206,6 @@ public final class Reactor: Sendable {
             return registration
         }
         registration?.continuation.resume(with: result.mapError { $0 as any Error })
-        wake()
     }
 
     private func wake() {
@@ -155,36 +217,51 @@ public final class Reactor: Sendable {
 
     private func loop() {
         let shortPoll: Duration = .milliseconds(50)
+        let events = EpollEvents(capacity: 64)
         while true {
             let now = ContinuousClock.now
-            let (fds, ids, timeout) = state.withLock { state -> ([pollfd], [UInt64], CInt) in
-                var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-                var ids: [UInt64] = [0]
+            let timeout = state.withLock { state -> CInt in
                 var earliest: ContinuousClock.Instant?
-                for (id, registration) in state.registrations {
-                    if registration.fd >= 0 {
-                        let events = registration.readable ? POLLIN : POLLOUT
-                        fds.append(pollfd(fd: registration.fd, events: Int16(events), revents: 0))
-                        ids.append(id)
-                    }
+                for registration in state.registrations.values {
                     if let deadline = registration.deadline, earliest.map({ deadline < $0 }) ?? true {
                         earliest = deadline
                     }
                 }
                 var wait: Duration? = earliest.map { max(.zero, now.duration(to: $0)) }
                 if wakeRead < 0 { wait = min(wait ?? shortPoll, shortPoll) }
-                return (fds, ids, wait.map(Reactor.milliseconds) ?? -1)
+                return wait.map(Reactor.milliseconds) ?? -1
             }
-            var polled = fds
-            _ = valueOrErrno { system_poll(&polled, nfds_t(polled.count), timeout) }
-            if polled[0].revents != 0 { drainWakePipe() }
+            let count: Int
+            switch valueOrErrno({ system_epoll_wait(epoll, events.buffer, CInt(events.capacity), timeout) }) {
+            case .success(let value): count = Int(value)
+            case .failure:
+                // No epoll set (epoll_create1 failed): nothing can become ready; only deadlines pass.
+                count = 0
+                if epoll < 0 { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            var drain = false
             let after = ContinuousClock.now
             var ready: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
+            var resumeAtOnce: [CheckedContinuation<Void, any Error>] = []
             state.withLock { state in
-                for index in 1..<polled.count where polled[index].revents != 0 {
-                    if let registration = state.registrations.removeValue(forKey: ids[index]) {
+                for index in 0..<count {
+                    let data = events.data(index)
+                    if data == Reactor.wakeData {
+                        drain = true
+                        continue
+                    }
+                    let fd = CInt(truncatingIfNeeded: data)
+                    let fired = events.events(index)
+                    let problem = fired & (EpollEvents.error | EpollEvents.hangUp) != 0
+                    // A one-shot that fired is disarmed until armed again.
+                    if state.armed[fd] != nil { state.armed[fd] = 0 }
+                    for (id, registration) in state.registrations where registration.fd == fd {
+                        let wanted = registration.readable ? EpollEvents.readable : EpollEvents.writable
+                        guard problem || fired & wanted != 0 else { continue }
+                        state.registrations.removeValue(forKey: id)
                         ready.append((registration.continuation, .success(())))
                     }
+                    resumeAtOnce += arm(fd, &state)
                 }
                 for (id, registration) in state.registrations {
                     if let deadline = registration.deadline, deadline <= after {
@@ -193,7 +270,9 @@ public final class Reactor: Sendable {
                     }
                 }
             }
+            if drain { drainWakePipe() }
             for (continuation, result) in ready { continuation.resume(with: result) }
+            for continuation in resumeAtOnce { continuation.resume() }
         }
     }
 

@@ -15,9 +15,16 @@ public final class SocketBearer: ATTBearer {
     /// The receive buffer: larger than any ATT PDU (ATT_MTU is at most 517, L2CAP SDUs at most 65535).
     public static let receiveBufferSize = 65536
 
+    /// Messages one `receive(upTo:)` takes from the socket at most.
+    public static let receiveBatchCapacity = 32
+
     public let linkInfo: LinkInfo
     private let logger: Logger
     private let descriptor: Mutex<SocketDescriptor?>
+    /// Receive buffers, reused: taken out while a receive runs (a concurrent receive makes its own).
+    private let receiveBuffers = Mutex<ReceiveBatch?>(nil)
+    /// An empty message ended a batch: the next receive reports end of stream.
+    private let endOfStreamPending = Mutex(false)
 
     /// Takes ownership of a connected socket (made non-blocking here).
     public init(descriptor: SocketDescriptor, linkInfo: LinkInfo = LinkInfo(), logger: Logger = Logger(label: "bledfu.bearer")) {
@@ -67,24 +74,71 @@ public final class SocketBearer: ATTBearer {
         }
     }
 
-    public func receive() async throws(BearerError) -> [UInt8] {
-        while true {
+    /// Sends the PDUs with sendmmsg(2), up to ``SocketDescriptor/maximumBatch`` per call; on EAGAIN it waits until
+    /// the socket is writable and goes on with the PDUs the kernel has not taken yet.
+    public func send(burst pdus: [[UInt8]]) async throws(BearerError) {
+        if let limit = linkInfo.maximumPDUSize, let pdu = pdus.first(where: { $0.count > limit }) {
+            throw BearerError(.pduTooLarge, "\(pdu.count) bytes, link carries \(limit)")
+        }
+        var next = pdus.startIndex
+        while next < pdus.endIndex {
             let fd = try open()
-            let result: IOResult<[UInt8]>
+            let result: IOResult<Int>
             do throws(Errno) {
-                result = try fd.receive(maximumCount: SocketBearer.receiveBufferSize)
+                result = try fd.send(messages: pdus[next...])
             } catch {
-                throw mapError(error, operation: "recv")
+                throw mapError(error, operation: "sendmmsg")
             }
             switch result {
-            case .processed(let bytes):
-                // ATT PDUs are never empty, so an empty message is end of stream (or our own shutdown).
-                if bytes.isEmpty {
-                    _ = try open()
-                    throw BearerError(.disconnected, "peer closed the link")
+            case .processed(let sent):
+                logger.trace("sent PDUs", metadata: ["att.count": "\(sent)"])
+                next += max(sent, 0)
+                if sent <= 0 {
+                    throw BearerError(.system, "sendmmsg took no message")
                 }
-                logger.trace("received PDU", metadata: ["att.length": "\(bytes.count)"])
-                return bytes
+            case .wouldBlock:
+                do throws(Errno) {
+                    try await fd.waitWritable()
+                } catch {
+                    throw mapWaitError(error)
+                }
+            }
+        }
+    }
+
+    public func receive() async throws(BearerError) -> [UInt8] {
+        guard let pdu = try await receive(upTo: 1).first else { throw BearerError(.system, "recv returned nothing") }
+        return pdu
+    }
+
+    /// Receives with recvmmsg(2) what has arrived (at most `maximumCount`, at most ``receiveBatchCapacity``); one
+    /// message at a time (recv(2)) when `maximumCount` is 1.
+    public func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]] {
+        let batch = receiveBuffers.withLock { $0.take() } ?? ReceiveBatch(
+            capacity: SocketBearer.receiveBatchCapacity, slotSize: SocketBearer.receiveBufferSize)
+        defer { receiveBuffers.withLock { $0 = batch } }
+        while true {
+            let fd = try open()
+            if endOfStreamPending.withLock({ $0 }) { throw BearerError(.disconnected, "peer closed the link") }
+            let result: IOResult<[[UInt8]]>
+            do throws(Errno) {
+                result = try receiveMessages(fd, upTo: maximumCount, batch: batch)
+            } catch {
+                throw mapError(error, operation: maximumCount > 1 ? "recvmmsg" : "recv")
+            }
+            switch result {
+            case .processed(var messages):
+                // ATT PDUs are never empty, so an empty message is end of stream (or our own shutdown).
+                if messages.last?.isEmpty == true {
+                    messages.removeLast()
+                    if messages.isEmpty {
+                        _ = try open()
+                        throw BearerError(.disconnected, "peer closed the link")
+                    }
+                    endOfStreamPending.withLock { $0 = true }
+                }
+                logger.trace("received PDUs", metadata: ["att.count": "\(messages.count)"])
+                return messages
             case .wouldBlock:
                 do throws(Errno) {
                     try await fd.waitReadable()
@@ -92,6 +146,17 @@ public final class SocketBearer: ATTBearer {
                     throw mapWaitError(error)
                 }
             }
+        }
+    }
+
+    private func receiveMessages(_ fd: SocketDescriptor, upTo maximumCount: Int, batch: ReceiveBatch) throws(Errno)
+        -> IOResult<[[UInt8]]>
+    {
+        if maximumCount > 1 { return try fd.receive(upTo: maximumCount, using: batch) }
+        let buffer = UnsafeMutableRawBufferPointer(start: batch.storage, count: batch.slotSize)
+        switch try fd.receive(into: buffer) {
+        case .processed(let count): return .processed([Array(UnsafeRawBufferPointer(rebasing: buffer[..<count]))])
+        case .wouldBlock: return .wouldBlock
         }
     }
 

@@ -43,6 +43,11 @@ public struct SocketDescriptor: Hashable, Sendable, CustomStringConvertible {
         }.get()
     }
 
+    /// Receives one message into `buffer` (cut to its size); returns its length (0 is end of stream).
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> IOResult<Int> {
+        try ioResultOrErrno { system_recv(rawValue, buffer.baseAddress, buffer.count, 0) }.get()
+    }
+
     /// Receives one message of at most `maximumCount` bytes (an empty array is end of stream).
     public func receive(maximumCount: Int) throws(Errno) -> IOResult<[UInt8]> {
         var buffer = [UInt8](repeating: 0, count: maximumCount)

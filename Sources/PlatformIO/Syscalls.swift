@@ -143,6 +143,68 @@ public func system_recv(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count:
     return recv(fd, buffer, count, flags)
 }
 
+// sendmmsg(2) and recvmmsg(2) are GNU extensions the Glibc Swift module does not export (like accept4); they are
+// looked up once in the C library. `struct mmsghdr` is `{ struct msghdr msg_hdr; unsigned int msg_len; }`: see
+// `MessageHeaders` for the layout the callers build.
+private typealias SendMultipleFunction = @convention(c) (CInt, UnsafeMutableRawPointer?, CUnsignedInt, CInt) -> CInt
+private typealias ReceiveMultipleFunction =
+    @convention(c) (CInt, UnsafeMutableRawPointer?, CUnsignedInt, CInt, UnsafeMutableRawPointer?) -> CInt
+
+private let sendMultipleFunction: SendMultipleFunction? = dlsym(nil, "sendmmsg").map {
+    unsafeBitCast($0, to: SendMultipleFunction.self)
+}
+private let receiveMultipleFunction: ReceiveMultipleFunction? = dlsym(nil, "recvmmsg").map {
+    unsafeBitCast($0, to: ReceiveMultipleFunction.self)
+}
+
+/// sendmmsg(2): sends `count` messages described by the `mmsghdr` array at `headers`; returns how many were sent
+/// (each header's `msg_len` is set to its byte count). ENOSYS when the C library has no sendmmsg. Under a mock the
+/// step's value is the message count and the input is the first message's bytes.
+@inline(never)
+public func system_sendmmsg(
+    _ fd: CInt, _ headers: UnsafeMutableRawPointer, _ count: CUnsignedInt, _ flags: CInt
+) -> CInt {
+    #if ENABLE_MOCKING
+    if SyscallMock.current != nil {
+        let first = count > 0 ? MessageHeaders.firstIOVector(headers) : nil
+        if let value = mocked("sendmmsg", [Int(fd), Int(count), Int(flags)], input: first) { return CInt(value) }
+    }
+    #endif
+    guard let function = sendMultipleFunction else {
+        errno = ENOSYS
+        return -1
+    }
+    return function(fd, headers, count, flags)
+}
+
+/// recvmmsg(2) without a timeout: receives up to `count` messages into the `mmsghdr` array at `headers`; returns how
+/// many arrived (each header's `msg_len` and `msg_hdr.msg_flags` are set). ENOSYS when the C library has no
+/// recvmmsg. Under a mock a step answers one message: `.bytes` fills the first buffer and sets its `msg_len`,
+/// `.returns(n)` is one message of n bytes, `.fails` the errno.
+@inline(never)
+public func system_recvmmsg(
+    _ fd: CInt, _ headers: UnsafeMutableRawPointer, _ count: CUnsignedInt, _ flags: CInt
+) -> CInt {
+    #if ENABLE_MOCKING
+    if SyscallMock.current != nil, count > 0 {
+        let first = MessageHeaders.firstIOVector(headers)
+        if let value = mocked(
+            "recvmmsg", [Int(fd), Int(count), Int(flags)],
+            output: UnsafeMutableRawBufferPointer(mutating: first))
+        {
+            guard value >= 0 else { return -1 }
+            MessageHeaders.setReceived(headers, index: 0, length: value, flags: 0)
+            return 1
+        }
+    }
+    #endif
+    guard let function = receiveMultipleFunction else {
+        errno = ENOSYS
+        return -1
+    }
+    return function(fd, headers, count, flags, nil)
+}
+
 @inline(never)
 public func system_setsockopt(
     _ fd: CInt, _ level: CInt, _ name: CInt, _ value: UnsafeRawPointer?, _ len: socklen_t
@@ -187,6 +249,66 @@ public func system_poll(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _
     if let value = mocked("poll", [Int(count), Int(timeout)]) { return CInt(value) }
     #endif
     return poll(fds, count, timeout)
+}
+
+// MARK: - epoll
+
+// epoll_create1(2), epoll_ctl(2) and epoll_wait(2) are not exported by the Glibc Swift module either; they are looked
+// up once like sendmmsg. `struct epoll_event` is `{ uint32_t events; uint64_t data; }`, packed on x86_64 (12 bytes,
+// data at offset 4) and naturally aligned elsewhere (16 bytes, data at 8): see `EpollEvents`.
+private typealias EpollCreateFunction = @convention(c) (CInt) -> CInt
+private typealias EpollControlFunction = @convention(c) (CInt, CInt, CInt, UnsafeMutableRawPointer?) -> CInt
+private typealias EpollWaitFunction = @convention(c) (CInt, UnsafeMutableRawPointer?, CInt, CInt) -> CInt
+
+private let epollCreateFunction: EpollCreateFunction? = dlsym(nil, "epoll_create1").map {
+    unsafeBitCast($0, to: EpollCreateFunction.self)
+}
+private let epollControlFunction: EpollControlFunction? = dlsym(nil, "epoll_ctl").map {
+    unsafeBitCast($0, to: EpollControlFunction.self)
+}
+private let epollWaitFunction: EpollWaitFunction? = dlsym(nil, "epoll_wait").map {
+    unsafeBitCast($0, to: EpollWaitFunction.self)
+}
+
+/// epoll_create1(2). ENOSYS when the C library has none.
+@inline(never)
+public func system_epoll_create1(_ flags: CInt) -> CInt {
+    #if ENABLE_MOCKING
+    if let value = mocked("epoll_create1", [Int(flags)]) { return CInt(value) }
+    #endif
+    guard let function = epollCreateFunction else {
+        errno = ENOSYS
+        return -1
+    }
+    return function(flags)
+}
+
+/// epoll_ctl(2) with one `struct epoll_event` at `event` (nil for EPOLL_CTL_DEL).
+@inline(never)
+public func system_epoll_ctl(_ epfd: CInt, _ op: CInt, _ fd: CInt, _ event: UnsafeMutableRawPointer?) -> CInt {
+    #if ENABLE_MOCKING
+    if let value = mocked("epoll_ctl", [Int(epfd), Int(op), Int(fd)]) { return CInt(value) }
+    #endif
+    guard let function = epollControlFunction else {
+        errno = ENOSYS
+        return -1
+    }
+    return function(epfd, op, fd, event)
+}
+
+/// epoll_wait(2) into an array of `maxEvents` `struct epoll_event` at `events`.
+@inline(never)
+public func system_epoll_wait(
+    _ epfd: CInt, _ events: UnsafeMutableRawPointer, _ maxEvents: CInt, _ timeout: CInt
+) -> CInt {
+    #if ENABLE_MOCKING
+    if let value = mocked("epoll_wait", [Int(epfd), Int(maxEvents), Int(timeout)]) { return CInt(value) }
+    #endif
+    guard let function = epollWaitFunction else {
+        errno = ENOSYS
+        return -1
+    }
+    return function(epfd, events, maxEvents, timeout)
 }
 
 // MARK: - Signals
@@ -341,4 +463,17 @@ public func system_ioctlBuffer(_ fd: CInt, _ request: UInt, _ buffer: UnsafeMuta
         return -1
     }
     return ioctl(fd, request, argument)
+}
+
+/// ioctl(fd, TIOCOUTQ, &count) (TIOCOUTQ is SIOCOUTQ): what the socket's send queue holds. The meaning depends on
+/// the family: TCP and AF_UNIX answer the bytes not yet sent, Bluetooth sockets the free space of the send buffer
+/// (`sk_sndbuf` less what is still allocated; net/bluetooth/af_bluetooth.c), so callers compare it with SO_SNDBUF.
+/// Under a mock, a `.bytes` step supplies the int (4 little-endian bytes).
+@inline(never)
+public func system_ioctlSendQueue(_ fd: CInt, _ count: UnsafeMutablePointer<CInt>) -> CInt {
+    #if ENABLE_MOCKING
+    let output = UnsafeMutableRawBufferPointer(start: count, count: MemoryLayout<CInt>.size)
+    if let value = mocked("ioctl", [Int(fd), Int(TIOCOUTQ)], output: output) { return value < 0 ? -1 : 0 }
+    #endif
+    return ioctl(fd, UInt(TIOCOUTQ), count)
 }

@@ -5,13 +5,14 @@
 ///   Checksum checkpoints and doubles after each clean checkpoint. Once it covers a whole data object the policy
 ///   *streams*: each object goes out in one burst, checked once at its end. A shortfall, a CRC mismatch or a
 ///   timeout halves the interval, which brings checkpoints inside objects back.
-/// - **Receipts instead of checksums.** After ``Tuning/receiptsAfterCleanObjects`` clean objects in a row, on a
-///   connection that has never failed a checkpoint and no longer uses a prepare delay (the device keeps up with
-///   the link), the object's checkpoint becomes the Packet Receipt Notification
-///   that falls on its last packet (PRN = packets per object): no request round trip. A device that drops packets
-///   may never send that receipt (a write dropped for want of a buffer is not counted), so the first failure ends
-///   receipts for the connection; devices that drop packets show it within the first objects, before receipts
-///   start.
+/// - **Receipts instead of checksums.** After ``Tuning/receiptsAfterCleanObjects`` clean objects in a row, the
+///   checkpoint of an object's last burst becomes the Packet Receipt Notification that falls on its last packet
+///   (PRN = packets per object; the device counts from Create): no request round trip. A receipt carries the
+///   same offset and CRC as a checksum answer, so a loss still shows at once when the device counted the lost
+///   write (a full flash queue: the SDK counts it and reports offset 0). A write dropped for want of a receive
+///   buffer is not counted, and then the receipt never comes: the engine waits ``Tuning/receiptTimeout`` for it
+///   (not the full checkpoint timeout), asks with Calculate Checksum, and receipts end for the connection. Any
+///   failed checkpoint also goes back to checksums until the objects are clean again.
 /// - **Prepare delay**, a pause after Create Data before the object's first packet. Bootloaders queue the page
 ///   erase on Create and drop packets that find the flash queue or the receive buffers full; a host faster than the
 ///   flash overruns them. The delay starts at ``Tuning/delayStep`` (a page erase on nRF52 takes about 85 ms) and
@@ -23,6 +24,15 @@
 /// - **Losses later in an object** (after a clean checkpoint in it) mean the device writes slower than the link
 ///   delivers: the interval halves and is capped there until ``Tuning/receiptsAfterCleanObjects`` objects went
 ///   through cleanly, so the checkpoints inside objects pace the link.
+/// - **The sustainable burst.** A loss in a burst longer than any that came back clean, or right after Create at a
+///   prepare delay that already carried an object cleanly (a loaded host lets a long burst through now and then),
+///   is blamed on the burst's length, not on the prepare delay: a device whose flash queue is short and whose flash
+///   writes a packet slower than the link carries one (the lossy bracelet: 4.1 ms against 3.75 ms, queue of 2)
+///   overflows after about a dozen packets back to back however long it waited. The longest clean burst shorter
+///   than the lost one becomes ``burstLimit``; objects then go out in bursts of that length with a checkpoint in
+///   between (its round trip lets the flash catch up), the last one ending with the receipt. After
+///   ``Tuning/confirmObjects`` clean objects the limit tries halfway to the burst that was too long, so it settles
+///   at the longest burst the device takes.
 ///
 /// Events in: ``nextBurst(packetsLeftInObject:)``, ``record(_:)`` (each checkpoint), ``slowDown()`` (the engine's
 /// "too many failures in a row"). Decisions out: ``PacingBurst``, ``packetReceiptInterval`` and
@@ -41,14 +51,18 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         public var confirmObjects: Int
         /// Bisection stops when (enough − too short) ≤ enough × this.
         public var delayTolerance: Double
-        /// Clean objects in a row (and no failure ever) before object checkpoints become receipts; also how many
-        /// clean objects lift an interval cap.
+        /// Clean objects in a row before object checkpoints become receipts; also how many clean objects lift an
+        /// interval cap.
         public var receiptsAfterCleanObjects: Int
+        /// How long the engine waits for a receipt before asking with Calculate Checksum.
+        public var receiptTimeout: Duration
 
         public init(
             initialInterval: Int = 4, delayStep: Duration = .milliseconds(40), maximumDelay: Duration = .seconds(1),
-            confirmObjects: Int = 3, delayTolerance: Double = 0.3, receiptsAfterCleanObjects: Int = 4
+            confirmObjects: Int = 3, delayTolerance: Double = 0.3, receiptsAfterCleanObjects: Int = 3,
+            receiptTimeout: Duration = .seconds(2)
         ) {
+            self.receiptTimeout = receiptTimeout
             self.initialInterval = max(1, initialInterval)
             self.delayStep = delayStep
             self.maximumDelay = maximumDelay
@@ -65,8 +79,10 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         public var prepareDelayMicros: Int64
         public var delayTooShortMicros: Int64?
         public var delayEnoughMicros: Int64?
-        /// A checkpoint failed on that connection: no receipts.
+        /// A receipt never came on that connection: no receipts.
         public var failed: Bool
+        /// The learned burst limit (absent in snapshots of older versions).
+        public var burstLimit: Int?
     }
 
     public let tuning: Tuning
@@ -76,6 +92,19 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     public private(set) var objectPackets = 0
     /// Upper bound of ``interval`` after losses inside objects or ``slowDown()`` (nil: none).
     public private(set) var intervalCap: Int?
+    /// The longest burst the device takes back to back, learned per connection (nil: no limit found).
+    public private(set) var burstLimit: Int?
+    /// The shortest burst that lost packets because of its length.
+    public private(set) var burstTooLong: Int?
+    /// The longest burst that came back clean.
+    public private(set) var longestCleanBurst = 0
+    /// Packets in the burst handed out last.
+    var lastBurstPackets = 0
+    /// Burst lengths that came back clean.
+    var cleanBurstLengths: Set<Int> = []
+    /// The shortest prepare delay that carried an object cleanly.
+    public private(set) var shortestCleanDelay: Duration?
+    var cleanObjectsAtLimit = 0
     /// The pause after Create Data.
     public private(set) var prepareDelay: Duration
     /// The longest prepare delay that lost packets.
@@ -90,6 +119,10 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     var cleanObjectsSinceCap = 0
     /// The burst handed out last runs to the end of the object, so its checkpoint closes the object.
     var burstEndsObject = false
+    /// A receipt did not come (the device drops writes without counting them): checksums only.
+    public private(set) var receiptsBroken = false
+    /// The burst handed out last ends with a receipt.
+    var burstUsesReceipt = false
     /// No clean checkpoint since Create Data yet: losses now point at the prepare delay.
     var freshObject = true
     /// The prepare delay was already found too short for the current object.
@@ -109,28 +142,31 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         prepareDelay = .microseconds(max(0, snapshot.prepareDelayMicros))
         delayTooShort = snapshot.delayTooShortMicros.map { .microseconds(max(0, $0)) }
         delayEnough = snapshot.delayEnoughMicros.map { .microseconds(max(0, $0)) }
-        failedCheckpoints = snapshot.failed ? 1 : 0
+        receiptsBroken = snapshot.failed
+        burstLimit = snapshot.burstLimit.map { max(1, $0) }
+        longestCleanBurst = burstLimit ?? 0
     }
 
     public var snapshot: Snapshot {
         Snapshot(
             interval: interval, objectPackets: objectPackets, prepareDelayMicros: Self.micros(prepareDelay),
             delayTooShortMicros: delayTooShort.map(Self.micros), delayEnoughMicros: delayEnough.map(Self.micros),
-            failed: failedCheckpoints > 0)
+            failed: receiptsBroken, burstLimit: burstLimit)
     }
 
     /// Whole objects in one burst.
     public var isStreaming: Bool { objectPackets > 1 && interval >= objectPackets }
 
-    /// Streaming, and the object's checkpoint is the receipt on its last packet.
+    /// The object's last burst ends with the receipt on its last packet instead of Calculate Checksum.
     public var usesReceipts: Bool {
-        isStreaming && failedCheckpoints == 0 && prepareDelay == .zero
-            && cleanObjectsInARow >= tuning.receiptsAfterCleanObjects
+        objectPackets > 1 && !receiptsBroken && cleanObjectsInARow >= tuning.receiptsAfterCleanObjects
     }
 
     public var packetReceiptInterval: UInt16 { usesReceipts ? UInt16(clamping: objectPackets) : 0 }
 
     public func delayAfterCreate(objectIndex: Int) -> Duration? { prepareDelay > .zero ? prepareDelay : nil }
+
+    public var receiptTimeout: Duration? { tuning.receiptTimeout }
 
     public mutating func nextBurst(packetsLeftInObject: Int) -> PacingBurst {
         let left = max(1, packetsLeftInObject)
@@ -138,10 +174,15 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         objectPackets = max(objectPackets, left)
         if isStreaming {
             burstEndsObject = true
-            return PacingBurst(packets: left, checkpoint: usesReceipts ? .packetReceipt : .checksum)
+            burstUsesReceipt = usesReceipts
+            lastBurstPackets = left
+            return PacingBurst(packets: left, checkpoint: burstUsesReceipt ? .packetReceipt : .checksum)
         }
         burstEndsObject = interval >= left
-        return PacingBurst(packets: interval, checkpoint: .checksum)
+        // The object's last burst can end with its receipt too (the device counts from Create).
+        burstUsesReceipt = burstEndsObject && usesReceipts && left < objectPackets
+        lastBurstPackets = min(interval, left)
+        return PacingBurst(packets: interval, checkpoint: burstUsesReceipt ? .packetReceipt : .checksum)
     }
 
     public mutating func record(_ outcome: CheckpointOutcome) {
@@ -149,14 +190,36 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         case .clean:
             cleanCheckpoints += 1
             freshObject = false
+            longestCleanBurst = max(longestCleanBurst, lastBurstPackets)
+            cleanBurstLengths.insert(lastBurstPackets)
             var grown = interval * 2
             if let intervalCap { grown = min(grown, intervalCap) }
+            if let burstLimit { grown = min(grown, burstLimit) }
             // Beyond one object there is nothing more to gain.
             interval = objectPackets > 0 ? min(grown, max(objectPackets, 1)) : grown
             if burstEndsObject { objectClosedCleanly() }
         case .shortfall, .mismatch, .timeout:
             failedCheckpoints += 1
+            if outcome == .timeout, burstUsesReceipt { receiptsBroken = true }
             cleanObjectsInARow = 0
+            let longerThanClean = longestCleanBurst > 0 && lastBurstPackets > longestCleanBurst
+            // A delay at least as long as one that carried an object cleanly is not to blame for a loss after Create.
+            let delayKnownGood = shortestCleanDelay.map { prepareDelay >= $0 } ?? false
+            if lastBurstPackets > 1, longerThanClean || (freshObject && delayKnownGood) {
+                // The device cannot take that many back to back (its flash writes slower than the link delivers; a
+                // loaded host may let such a burst through now and then). Limit bursts to the longest clean one
+                // shorter than this; the prepare delay stays.
+                burstTooLong = min(burstTooLong ?? .max, lastBurstPackets)
+                let limit = cleanBurstLengths.filter { $0 < lastBurstPackets }.max() ?? max(1, lastBurstPackets / 2)
+                burstLimit = min(burstLimit ?? .max, limit)
+                longestCleanBurst = min(longestCleanBurst, limit)
+                interval = limit
+                cleanObjectsAtLimit = 0
+                if outcome == .mismatch { startObject() }
+                burstEndsObject = false
+                burstUsesReceipt = false
+                return
+            }
             interval = max(1, min(interval, max(objectPackets, 1)) / 2)
             if freshObject {
                 // Lost before anything came back clean since Create Data: the device was still busy (erasing,
@@ -172,6 +235,7 @@ public struct AdaptiveStreamPacing: PacingPolicy {
             if outcome == .mismatch { startObject() }
         }
         burstEndsObject = false
+        burstUsesReceipt = false
     }
 
     public mutating func slowDown() {
@@ -187,10 +251,12 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     }
 
     mutating func objectClosedCleanly() {
+        shortestCleanDelay = min(shortestCleanDelay ?? prepareDelay, prepareDelay)
         cleanObjectsInARow += 1
         startObject()
         cleanObjectsSinceCap += 1
         if cleanObjectsSinceCap >= max(tuning.receiptsAfterCleanObjects, 1) { intervalCap = nil }
+        probeLongerBursts()
         cleanObjectsAtDelay += 1
         guard cleanObjectsAtDelay >= tuning.confirmObjects else { return }
         guard let tooShort = delayTooShort else {
@@ -208,6 +274,22 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         } else {
             prepareDelay = enough
         }
+    }
+
+    /// After ``Tuning/confirmObjects`` clean objects at the burst limit, tries halfway to the shortest burst that
+    /// was too long, until the two are one packet apart or within half of ``Tuning/delayTolerance`` of the longer
+    /// (each failed try costs a loss).
+    mutating func probeLongerBursts() {
+        guard let limit = burstLimit, let tooLong = burstTooLong else { return }
+        cleanObjectsAtLimit += 1
+        guard cleanObjectsAtLimit >= tuning.confirmObjects else { return }
+        cleanObjectsAtLimit = 0
+        let gap = tooLong - limit
+        guard gap > 1, Double(gap) > Double(tooLong) * tuning.delayTolerance / 2 else { return }
+        let probe = (limit + tooLong) / 2
+        burstLimit = probe
+        interval = max(interval, probe)
+        if let intervalCap { interval = min(interval, intervalCap) }
     }
 
     mutating func delayTooShortNow() {

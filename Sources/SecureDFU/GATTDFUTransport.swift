@@ -1,9 +1,11 @@
+import ATT
 import DFUProtocol
 import GATT
 
 /// ``DFUTransport`` over a `GATTClient`: finds the Secure DFU service (FE59) with its Control Point and Packet
 /// characteristics, enables Control Point notifications (without them the bootloader answers ATT 0xFD), and
-/// forwards Control Point notifications. It consumes the client's notification stream (one consumer only).
+/// takes the Control Point's notifications from the ATT client (`ATTClient.notificationValues(handle:)`; other
+/// handles' notifications stay in the client's stream).
 public struct GATTDFUTransport: DFUTransport {
     public let client: GATTClient
     public let controlPoint: GATTCharacteristic
@@ -15,17 +17,8 @@ public struct GATTDFUTransport: DFUTransport {
         self.client = client
         self.controlPoint = controlPoint
         self.packet = packet
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        controlPointNotifications = stream
-        let source = client.notifications
-        let handle = controlPoint.valueHandle
-        let forwarder = Task {
-            for await notification in source where notification.handle == handle {
-                continuation.yield(notification.value)
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in forwarder.cancel() }
+        // Straight from the ATT client's read loop: no forwarding task per notification.
+        controlPointNotifications = client.att.notificationValues(handle: controlPoint.valueHandle)
     }
 
     /// Discovers the DFU characteristics and enables Control Point notifications.
@@ -69,6 +62,26 @@ public struct GATTDFUTransport: DFUTransport {
             try await client.writeWithoutResponse(handle: packet.valueHandle, value: bytes)
         } catch {
             throw Self.map(error)
+        }
+    }
+
+    /// The packets as one burst of Write Commands (`ATTClient.commands(encoded:)`: one bearer call per burst).
+    public func writePackets(_ packets: [ArraySlice<UInt8>]) async throws(DFUTransportError) {
+        let handle = packet.valueHandle
+        do {
+            try await client.att.commands(encoded: packets.map { ATTPDU.encodeWriteCommand(handle: handle, value: $0) })
+        } catch {
+            throw Self.map(error)
+        }
+    }
+
+    /// The ATT client's close reason when the device broke ATT (docs/reliability.md, "Lying devices").
+    public var peerFault: DFUTransportError? {
+        get async {
+            guard let reason = await client.att.closeReason,
+                [.oversizePDU, .protocolViolation, .decoding].contains(reason.code)
+            else { return nil }
+            return DFUTransportError(.rejected, reason.reason)
         }
     }
 

@@ -46,10 +46,14 @@ public protocol PacingPolicy: Sendable, CustomStringConvertible {
     mutating func record(_ outcome: CheckpointOutcome)
     /// Called once after too many failed checkpoints in a row: smaller bursts, more checkpoints.
     mutating func slowDown()
+    /// How long to wait for a receipt before asking with Calculate Checksum, when shorter than the configuration's
+    /// `checkpointTimeout` (nil: that timeout). A receipt a device never sends then costs this, not the timeout.
+    var receiptTimeout: Duration? { get }
 }
 
 extension PacingPolicy {
     public func delayAfterCreate(objectIndex: Int) -> Duration? { nil }
+    public var receiptTimeout: Duration? { nil }
     public mutating func record(_ outcome: CheckpointOutcome) {}
 }
 
@@ -94,7 +98,7 @@ public struct ChecksumPacing: PacingPolicy {
 
 /// `object`: the whole object in one flow-controlled burst, one checksum at its end (`nrfutil`, `android`).
 public struct ObjectPacing: PacingPolicy {
-    /// Set by ``slowDown()``: from then on a checksum every so many packets.
+    /// Set by ``slowDown()``: from then on a checksum every so many packets (4, halved by each further call).
     public private(set) var slowInterval: Int?
     public var label: String?
 
@@ -105,7 +109,7 @@ public struct ObjectPacing: PacingPolicy {
         if let slowInterval { return PacingBurst(packets: slowInterval, checkpoint: .checksum) }
         return PacingBurst(packets: packetsLeftInObject, checkpoint: .none)
     }
-    public mutating func slowDown() { slowInterval = 4 }
+    public mutating func slowDown() { slowInterval = slowInterval.map { max(1, $0 / 2) } ?? 4 }
     public var description: String { label ?? "object" }
 }
 

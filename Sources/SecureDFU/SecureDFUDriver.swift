@@ -1,5 +1,6 @@
 import DFUProtocol
 import Logging
+import Synchronization
 
 /// Progress of a transfer as the driver reports it: the engine's counters plus part numbers and speed.
 public struct DFUProgressReport: Hashable, Sendable, CustomStringConvertible {
@@ -33,7 +34,8 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     private let journalStore: (any JournalStore)?
     private let logger: Logger
     /// The inbox of the run in progress; notifications between runs are dropped.
-    private var currentInbox: AsyncStream<DFUEvent>.Continuation?
+    /// The inbox of the run in progress, behind a lock so that notifications reach it without a hop onto the actor.
+    private nonisolated let currentInbox = DriverInbox()
     private var forwarder: Task<Void, Never>?
     private var linkDown = false
     private var stopRequested = false
@@ -60,25 +62,26 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     private func startForwarding() {
         guard forwarder == nil else { return }
         let notifications = transport.controlPointNotifications
-        forwarder = Task { [weak self] in
-            for await bytes in notifications { await self?.deliver(.controlPointNotification(bytes)) }
+        let inbox = currentInbox
+        forwarder = Task.detached { [weak self] in
+            for await bytes in notifications { inbox.deliver(.controlPointNotification(bytes)) }
             await self?.linkEnded()
         }
     }
 
-    private func deliver(_ event: DFUEvent) { currentInbox?.yield(event) }
+    private func deliver(_ event: DFUEvent) { currentInbox.deliver(event) }
 
     /// Asks the run in progress (or the next run) to stop at the next safe point: after the object being sent is
     /// executed and journaled. The run then throws ``DFUEngineError/Code/stopped``; the device is not sent Abort, so a
     /// later run (a new driver, the same journal) continues from there. Cancelling the task instead stops at once.
     public func requestStop() {
         stopRequested = true
-        currentInbox?.yield(.stopRequested)
+        deliver(.stopRequested)
     }
 
     private func linkEnded() {
         linkDown = true
-        currentInbox?.yield(.disconnected)
+        deliver(.disconnected)
     }
 
     /// Sends one part over the current connection. Returns the journal as updated (if one was given).
@@ -94,11 +97,14 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
         if let journal, journal.partIndex == partIndex { configuration.executedOffset = journal.executedOffset }
         var machine = SecureDFUStateMachine(part: part, configuration: configuration)
         let (inbox, inboxContinuation) = AsyncStream.makeStream(of: DFUEvent.self)
-        currentInbox = inboxContinuation
+        currentInbox.set(inboxContinuation)
         startForwarding()
+        // One sleeping task serves consecutive timers (see `DriverTimer`); a new one starts only for a timer due
+        // before the sleeping one wakes.
+        let timers = DriverTimer<C.Instant>()
         var timerTask: Task<Void, Never>?
         defer {
-            currentInbox = nil
+            currentInbox.set(nil)
             timerTask?.cancel()
             inboxContinuation.finish()
         }
@@ -134,25 +140,38 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
                 case .sendPackets(let burst):
                     let bytes = burst.source == .initPacket ? part.initPacket : part.image
                     var failed = false
-                    for range in burst.packets {
-                        logger.trace("packet", metadata: ["dfu.offset": "\(range.lowerBound)"])
-                        do {
-                            try await transport.writePacket(Array(bytes[range]))
-                        } catch {
-                            logger.debug("packet write failed", metadata: ["dfu.error": "\(error)"])
-                            failed = true
-                            break
-                        }
+                    logger.trace(
+                        "packets",
+                        metadata: [
+                            "dfu.offset": "\(burst.packets.first?.lowerBound ?? 0)", "dfu.packets": "\(burst.packets.count)",
+                        ])
+                    do {
+                        // The whole burst at once: the transport hands it to the link in as few calls as it can.
+                        try await transport.writePackets(burst.packets.map { bytes[$0] })
+                    } catch {
+                        logger.debug("packet write failed", metadata: ["dfu.error": "\(error)"])
+                        failed = true
                     }
                     pending.append(failed ? .disconnected : .packetsSent)
                 case .startTimer(let timer, let duration):
+                    let deadline = clock.now.advanced(by: duration)
+                    guard timers.arm(timer, at: deadline) else { break }
                     timerTask?.cancel()
                     timerTask = Task { [clock] in
-                        do {
-                            try await clock.sleep(for: duration)
-                            inboxContinuation.yield(.timerFired(timer))
-                        } catch {
-                            // Cancelled: a newer timer replaced this one.
+                        var until = deadline
+                        while true {
+                            do {
+                                try await clock.sleep(until: until, tolerance: nil)
+                            } catch {
+                                return  // Cancelled: a timer due earlier got a task of its own, or the run ended.
+                            }
+                            switch timers.woke(now: clock.now) {
+                            case .fire(let due):
+                                inboxContinuation.yield(.timerFired(due))
+                                return
+                            case .sleep(let next): until = next
+                            case .idle: return
+                            }
                         }
                     }
                 case .progress(let progress):
@@ -179,11 +198,75 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
                 case .completed:
                     logger.debug("part completed")
                     return journal
-                case .failed(let error):
+                case .failed(var error):
+                    // A link the ATT client closed because the device broke ATT is a protocol error, not a loss.
+                    if [.disconnected, .transport].contains(error.code), let fault = await transport.peerFault {
+                        error = DFUEngineError(.protocolViolation, "\(fault.reason); the link was closed")
+                    }
                     logger.debug("transfer failed", metadata: ["dfu.error": "\(error)"])
                     throw error
                 }
             }
         }
     }
+}
+
+/// The driver's timer: the state machine arms one timer at a time (a newer one replaces the older), almost always
+/// the checkpoint timeout, again for every request. Instead of a task and a clock timer per request, one task
+/// sleeps until the deadline it was started for, then fires the armed timer if it is due or sleeps on until it is.
+/// Only a timer due before the sleeping task wakes (a prepare delay after a long timeout) needs a new task.
+final class DriverTimer<Instant: InstantProtocol>: Sendable {
+    enum Wake {
+        /// This timer is due: deliver it; the task ends.
+        case fire(DFUTimer)
+        /// The armed timer is due later: sleep until then.
+        case sleep(until: Instant)
+        /// Nothing armed: the task ends.
+        case idle
+    }
+
+    private struct State {
+        var armed: (timer: DFUTimer, deadline: Instant)?
+        /// When the sleeping task wakes (nil: no task sleeps).
+        var sleeperWake: Instant?
+    }
+
+    private let state = Mutex(State())
+
+    /// Arms `timer` (replacing the armed one). Returns true when the caller must start a new sleeping task (and
+    /// cancel the old one): no task sleeps, or it wakes after `deadline`.
+    func arm(_ timer: DFUTimer, at deadline: Instant) -> Bool {
+        state.withLock { state in
+            state.armed = (timer, deadline)
+            if let wake = state.sleeperWake, wake <= deadline { return false }
+            state.sleeperWake = deadline
+            return true
+        }
+    }
+
+    /// The sleeping task woke at `now`: what it does next.
+    func woke(now: Instant) -> Wake {
+        state.withLock { state in
+            guard let armed = state.armed else {
+                state.sleeperWake = nil
+                return .idle
+            }
+            guard armed.deadline <= now else {
+                state.sleeperWake = armed.deadline
+                return .sleep(until: armed.deadline)
+            }
+            state.armed = nil
+            state.sleeperWake = nil
+            return .fire(armed.timer)
+        }
+    }
+}
+
+/// The inbox of the driver's run in progress; events for no run are dropped.
+final class DriverInbox: Sendable {
+    private let continuation = Mutex<AsyncStream<DFUEvent>.Continuation?>(nil)
+
+    func set(_ inbox: AsyncStream<DFUEvent>.Continuation?) { continuation.withLock { $0 = inbox } }
+
+    func deliver(_ event: DFUEvent) { _ = continuation.withLock { $0?.yield(event) } }
 }

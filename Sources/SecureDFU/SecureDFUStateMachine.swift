@@ -46,6 +46,10 @@ public struct SecureDFUStateMachine: Sendable {
     var earlyReport: (offset: Int, crc: UInt32)?
     var failures = 0
     var slowedDown = false
+    /// Failed data checkpoints since the last clean one, and whether one of them found packets lost (the device had
+    /// fewer bytes than were sent): see `countFailure`.
+    var failedInARow = 0
+    var lossInARow = false
     var restartedFromScratch = false
     /// Checkpoint timeouts since the device last said anything (two in a row: it stopped answering).
     var silentTimeouts = 0

@@ -19,7 +19,7 @@ public struct DFUPart: Hashable, Sendable {
 
 /// Engine settings.
 public struct SecureDFUConfiguration: Sendable {
-    /// How data packets are paced and checked (default ``AdaptivePacing``).
+    /// How data packets are paced and checked (default ``AdaptiveStreamPacing``, the `adaptive` mode).
     public var pacing: any PacingPolicy
     /// Failed checkpoints in a row before the engine slows down; as many again before it gives up.
     public var maxAttempts: Int
@@ -33,10 +33,11 @@ public struct SecureDFUConfiguration: Sendable {
     /// do not save progress, throws away what was sent; a cancelled upload should stay resumable.
     public var abortOnCancel: Bool
 
-    /// The library default pacing is the clock-free ``AdaptivePacing``; the CLI's default mode `adaptive` is
-    /// ``AdaptiveStreamPacing`` (``PacingPolicies/parse(_:)``), whose learned delay after Create runs on the injected clock.
+    /// The default pacing is ``AdaptiveStreamPacing`` (the CLI's `adaptive`). Its prepare delay after Create Data is
+    /// a timer the driver runs on its injected clock, so a test with a manual clock advances that clock past it (or
+    /// passes a clock-free policy such as ``AdaptivePacing`` or ``ObjectPacing``).
     public init(
-        pacing: any PacingPolicy = AdaptivePacing(), maxAttempts: Int = 3, checkpointTimeout: Duration = .seconds(10),
+        pacing: any PacingPolicy = AdaptiveStreamPacing(), maxAttempts: Int = 3, checkpointTimeout: Duration = .seconds(10),
         deviceFirmwareVersion: UInt32? = nil, executedOffset: Int? = nil, abortOnCancel: Bool = false
     ) {
         self.abortOnCancel = abortOnCancel

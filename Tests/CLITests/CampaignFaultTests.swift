@@ -125,8 +125,11 @@ import VirtualRadio
         let transport = try await GATTDFUTransport.open(client: GATTClient(att: att))
         let clock = ManualClock()
         let timeout = Duration.seconds(2)
+        // A pacing without timers: this manual clock only moves once the device stalled (the default adaptive
+        // pacing's prepare delay after Create Data would wait on it forever).
         let driver = SecureDFUDriver(
-            transport: transport, clock: clock, configuration: SecureDFUConfiguration(checkpointTimeout: timeout))
+            transport: transport, clock: clock,
+            configuration: SecureDFUConfiguration(pacing: AdaptivePacing(), checkpointTimeout: timeout))
         let part = DFUPart(package.parts[0])
         let done = DoneFlag()
         let run = Task {

@@ -41,8 +41,17 @@ final class CountingTransport: DFUTransport, Sendable {
         try await inner.writePacket(bytes)
     }
 
+    func writePackets(_ packets: [ArraySlice<UInt8>]) async throws(DFUTransportError) {
+        let bytes = packets.reduce(0) { $0 + $1.count }
+        counts.withLock { count in
+            if count.currentType == 0x02 { count.dataBytes += bytes } else { count.initBytes += bytes }
+        }
+        try await inner.writePackets(packets)
+    }
+
     var controlPointNotifications: AsyncStream<[UInt8]> { inner.controlPointNotifications }
     var mtu: Int { get async { await inner.mtu } }
+    var peerFault: DFUTransportError? { get async { await inner.peerFault } }
 }
 
 /// The result of one in-process update: engine outcome, link losses, bytes, the device afterwards.

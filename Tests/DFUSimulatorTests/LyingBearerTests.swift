@@ -39,16 +39,38 @@ import Testing
         #expect(late.rewrite(Self.checksum) == [Self.checksum, Self.created])
     }
 
-    @Test func oversizeWrongHandleAndMTU() throws {
+    @Test func oversizeAndWrongHandle() throws {
+        // Before any MTU exchange ATT_MTU is 23: the notification is padded with zeros to 24 octets.
         let oversize = liar([.oversizePDU]).rewrite(Self.created)
-        #expect(oversize.first?.count == 600)
-        #expect(Array(oversize.first?.prefix(6) ?? []) == Self.created)
+        #expect(oversize == [Self.created + [UInt8](repeating: 0, count: 18)])
+        #expect(oversize.first?.count == 24)
         // Notification on 0x0011 instead of 0x0010.
         #expect(liar([.wrongHandle]).rewrite(Self.created) == [[0x1B, 0x11, 0x00, 0x60, 0x01, 0x01]])
-        // Exchange MTU Response, Server Rx MTU 247 → 20.
-        #expect(liar([.mtuBelow23]).rewrite([0x03, 0xF7, 0x00]) == [[0x03, 0x14, 0x00]])
         // A Write Response passes unchanged.
         #expect(liar(DeviceLie.allCases).rewrite([0x13]) == [[0x13]])
+    }
+
+    /// The liar follows the MTU exchange passing through it: ATT_MTU = min(Client Rx MTU, Server Rx MTU), at least 23.
+    @Test func oversizeFollowsTheExchangedMTU() async throws {
+        let (host, device) = InMemoryBearer.makePair()
+        let bearer = LyingBearer(wrapping: device, plan: LiePlan([.oversizePDU]))
+        try await host.send([0x02, 0xF7, 0x00])  // Exchange MTU Request, Client Rx MTU 247
+        #expect(try await bearer.receive() == [0x02, 0xF7, 0x00])
+        #expect(bearer.rewrite([0x03, 0x05, 0x02]) == [[0x03, 0x05, 0x02]])  // Server Rx MTU 517 passes
+        #expect(bearer.attMTU == 247)
+        #expect(bearer.rewrite(Self.created).first?.count == 248)
+    }
+
+    /// mtu-below-23: the host reads a Server Rx MTU of 20 while the device is told Client Rx MTU 23, so both sides
+    /// use ATT_MTU 23.
+    @Test func mtuBelow23() async throws {
+        let (host, device) = InMemoryBearer.makePair()
+        let bearer = LyingBearer(wrapping: device, plan: LiePlan([.mtuBelow23]))
+        try await host.send([0x02, 0xF7, 0x00])  // Exchange MTU Request, Client Rx MTU 247
+        #expect(try await bearer.receive() == [0x02, 0x17, 0x00])  // the device reads Client Rx MTU 23
+        #expect(bearer.rewrite([0x03, 0xF7, 0x00]) == [[0x03, 0x14, 0x00]])  // Server Rx MTU 247 → 20
+        #expect(bearer.attMTU == 23)
+        #expect(bearer.liesTold(.mtuBelow23) == 1)
     }
 
     @Test func theLimitCountsEveryLie() {

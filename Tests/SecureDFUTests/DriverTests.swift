@@ -44,10 +44,15 @@ final class FakeTransport: DFUTransport, Sendable {
         device.dropPackets = [4, 30]
         let transport = FakeTransport(device: device)
         let store = InMemoryJournalStore()
-        let driver = SecureDFUDriver(transport: transport, clock: ManualClock(), journalStore: store)
+        let clock = AutoPauseClock()
+        let driver = SecureDFUDriver(transport: transport, clock: clock, journalStore: store)
         let journal = DFUJournal(deviceAddress: "C0:FF:EE:00:00:01", packageSHA256: "abc")
         let updated = try await driver.run(part: part, partIndex: 0, partCount: 1, journal: journal)
         await driver.finish()
+        // The default pacing is adaptive: its prepare delay after Create Data ran on the injected clock.
+        #expect(SecureDFUConfiguration().pacing is AdaptiveStreamPacing)
+        #expect(clock.pauses.first == .milliseconds(40))
+        #expect(clock.now.offset >= .milliseconds(40))
         let firmware = transport.device.withLock { $0.firmware }
         #expect(firmware == part.image)
         #expect(updated?.executed.map(\.offset) == [4096, 8192, 10_000])
@@ -65,7 +70,7 @@ final class FakeTransport: DFUTransport, Sendable {
         var device = FakeBootloader()
         device.executeCommandError = .firmwareAlreadyPresent
         let transport = FakeTransport(device: device)
-        let driver = SecureDFUDriver(transport: transport, clock: ManualClock())
+        let driver = SecureDFUDriver(transport: transport, clock: AutoPauseClock())
         await #expect(throws: DFUEngineError(.remote, "")) { try await driver.run(part: part) }
         // The caller skips to another part (here: the same one, now accepted) on the same link.
         transport.device.withLock { $0.executeCommandError = nil }
@@ -75,7 +80,7 @@ final class FakeTransport: DFUTransport, Sendable {
     }
 
     @Test(arguments: [false, true]) func cancellationSendsAbortOnlyWhenAsked(abortOnCancel: Bool) async throws {
-        let clock = ManualClock()
+        let clock = AutoPauseClock()
         let transport = FakeTransport(silent: true)
         let driver = SecureDFUDriver(
             transport: transport, clock: clock, configuration: SecureDFUConfiguration(abortOnCancel: abortOnCancel))
@@ -89,7 +94,7 @@ final class FakeTransport: DFUTransport, Sendable {
     }
 
     @Test func timeoutOnTheInjectedClock() async throws {
-        let clock = ManualClock()
+        let clock = AutoPauseClock()
         let transport = FakeTransport(silent: true)
         let driver = SecureDFUDriver(
             transport: transport, clock: clock, configuration: SecureDFUConfiguration(checkpointTimeout: .seconds(2)))
@@ -102,7 +107,7 @@ final class FakeTransport: DFUTransport, Sendable {
     }
 
     @Test func linkLossEndsTheRunAsDisconnected() async throws {
-        let clock = ManualClock()
+        let clock = AutoPauseClock()
         let transport = FakeTransport(silent: true)
         let driver = SecureDFUDriver(transport: transport, clock: clock)
         let part = self.part

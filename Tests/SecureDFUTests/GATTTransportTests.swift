@@ -59,7 +59,7 @@ final class FakeBootloaderApp: GATTServerDelegate {
         let transport = try await GATTDFUTransport.open(client: GATTClient(att: att))
         #expect(await transport.mtu == 247)
         let part = testPart(imageSize: 9000)
-        let driver = SecureDFUDriver(transport: transport, clock: ManualClock())
+        let driver = SecureDFUDriver(transport: transport, clock: AutoPauseClock())
         try await driver.run(part: part)
         let firmware = app.device.withLock { $0.firmware }
         #expect(firmware == part.image)

@@ -184,16 +184,7 @@ struct LyingSession {
         try await session.checkHonestRerunCompletes()
     }
 
-    /// The padding carries nothing: the engine reads the first bytes of each response, which are true, and the
-    /// upload completes with the right image. (The ATT client does not refuse PDUs longer than ATT_MTU.)
-    @Test func oversizePDUsAreToleratedAndTheImageIsRight() async throws {
-        let session = try LyingSession()
-        let outcome = try await session.upload(lies: LiePlan([.oversizePDU]))
-        #expect(outcome.liesTold > 0)
-        #expect(outcome.succeeded, "\(String(describing: outcome.failure))")
-        await session.checkNoWrongImage(outcome)
-        #expect(await session.installedSHA() == session.expectedSHA)
-    }
+    // oversize-pdu: OversizePDULieTests.
 
     @Test func responsesOnTheWrongHandleEndInATimeout() async throws {
         let session = try LyingSession()

@@ -42,7 +42,7 @@ final class HookedTransport: DFUTransport, Sendable {
         let fake = FakeTransport()
         let transport = HookedTransport(fake, trigger: 2)  // init packet = packet 0, then data packets
         let store = InMemoryJournalStore()
-        let driver = SecureDFUDriver(transport: transport, clock: ManualClock(), journalStore: store)
+        let driver = SecureDFUDriver(transport: transport, clock: AutoPauseClock(), journalStore: store)
         transport.hook.withLock { $0 = { await driver.requestStop() } }
         let journal = DFUJournal(deviceAddress: "C0:FF:EE:00:00:01", packageSHA256: "abc")
         let part = self.part
@@ -59,7 +59,7 @@ final class HookedTransport: DFUTransport, Sendable {
 
         // A new connection: a new transport (its own notification stream) to the same device, and a new driver.
         let reconnected = FakeTransport(device: fake.device.withLock { $0 })
-        let resumed = SecureDFUDriver(transport: reconnected, clock: ManualClock(), journalStore: store)
+        let resumed = SecureDFUDriver(transport: reconnected, clock: AutoPauseClock(), journalStore: store)
         let finished = try await resumed.run(part: part, partIndex: 0, partCount: 1, journal: saved)
         #expect(finished?.executedOffset == 10_000)
         #expect(reconnected.device.withLock { $0.firmware } == part.image)
@@ -72,7 +72,7 @@ final class HookedTransport: DFUTransport, Sendable {
     /// A stop asked for before the run starts writes nothing at all.
     @Test func stopBeforeTheRunWritesNothing() async throws {
         let fake = FakeTransport()
-        let driver = SecureDFUDriver(transport: fake, clock: ManualClock())
+        let driver = SecureDFUDriver(transport: fake, clock: AutoPauseClock())
         await driver.requestStop()
         let part = self.part
         await #expect(throws: DFUEngineError(.stopped, "")) { try await driver.run(part: part) }
@@ -179,7 +179,7 @@ final class MisbehavingTransport: DFUTransport, Sendable {
     /// success (the caller looks where the device restarts).
     @Test func unacknowledgedLastExecuteIsUnconfirmed() async throws {
         let transport = MisbehavingTransport(FakeTransport(), failExecute: 4)
-        let driver = SecureDFUDriver(transport: transport, clock: ManualClock())
+        let driver = SecureDFUDriver(transport: transport, clock: AutoPauseClock())
         let part = self.part
         await #expect(throws: DFUEngineError(.executeUnconfirmed, "")) { try await driver.run(part: part) }
     }
@@ -187,7 +187,7 @@ final class MisbehavingTransport: DFUTransport, Sendable {
     /// An earlier Execute's write fails: an ordinary (resumable) link loss.
     @Test func unacknowledgedEarlierExecuteIsADisconnect() async throws {
         let transport = MisbehavingTransport(FakeTransport(), failExecute: 2)
-        let driver = SecureDFUDriver(transport: transport, clock: ManualClock())
+        let driver = SecureDFUDriver(transport: transport, clock: AutoPauseClock())
         let part = self.part
         await #expect(throws: DFUEngineError(.disconnected, "")) { try await driver.run(part: part) }
     }
@@ -195,7 +195,7 @@ final class MisbehavingTransport: DFUTransport, Sendable {
     /// A device that stops answering inside an object: one unanswered checkpoint is asked again, the second ends
     /// the run with `timeout` after exactly two timeouts on the injected clock.
     @Test func twoSilentCheckpointsAreATimeout() async throws {
-        let clock = ManualClock()
+        let clock = AutoPauseClock()
         let transport = MisbehavingTransport(FakeTransport(), muteAfterCreateData: true)
         let timeout = Duration.seconds(3)
         let driver = SecureDFUDriver(

@@ -196,15 +196,3 @@ enum BenchOutput {
         }
     }
 }
-
-extension LinkModel {
-    /// Throughput with the ceiling's rate for the data and two request round trips per data object (Create and
-    /// Execute, which no write mode avoids), bytes per second. Flash work overlaps the requests, so a flash-bound
-    /// link keeps its flash ceiling.
-    func protocolBound(mtu: Int, objectSize: Int) -> Double {
-        let ceiling = self.ceiling(mtu: mtu)
-        guard ceiling.airWriteWithoutResponse > 0, objectSize > 0 else { return 0 }
-        let airSeconds = Double(objectSize) / ceiling.airWriteWithoutResponse + 2 * requestRoundTripMicros / 1e6
-        return min(Double(objectSize) / airSeconds, ceiling.flash)
-    }
-}

@@ -6,7 +6,6 @@ import Foundation
 import GATT
 import PlatformIO
 import SecureDFU
-import Synchronization
 import VirtualRadio
 
 /// Runs one benchmark transfer against an in-process virtual device over a real `socketpair(AF_UNIX,
@@ -80,8 +79,11 @@ enum BenchRunner {
             await device.serve(deviceSide)
             await deviceSide.close()
         }
-        let att = ATTClient(bearer: hostSide)
+        let counts = CountingTransport.Box()
+        let att = ATTClient(bearer: CheckpointCountingBearer(hostSide, box: counts))
         defer { serving.cancel() }
+        // The engine's typed failure code (`run.error` is the text for people).
+        var failureCode: DFUEngineError.Code?
         do {
             run.mtu = try await att.exchangeMTU()
             // The model runs `speedup` times faster than real time; without a model there is no ceiling.
@@ -92,7 +94,8 @@ enum BenchRunner {
             run.flashBytesPerSecond = ceiling.flash * scale
             run.protocolBoundBytesPerSecond =
                 link.protocolBound(mtu: run.mtu, objectSize: profile.dataObjectMaxSize) * scale
-            let transport = CountingTransport(try await GATTDFUTransport.open(client: GATTClient(att: att)))
+            let transport = CountingTransport(
+                try await GATTDFUTransport.open(client: GATTClient(att: att)), box: counts)
             let driver = SecureDFUDriver(
                 transport: transport, clock: ContinuousClock(),
                 configuration: SecureDFUConfiguration(pacing: pacing, checkpointTimeout: checkpointTimeout))
@@ -124,6 +127,7 @@ enum BenchRunner {
             run.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             run.completed = failure == nil
             run.error = failure.map { "\($0)" }
+            failureCode = failure?.code
             run.bytesPerSecond = run.completed && run.seconds > 0 ? Double(part.image.count) / run.seconds : 0
             let counts = transport.counts
             run.bytesResent = max(0, counts.packetBytes - part.image.count - part.initPacket.count)
@@ -138,7 +142,7 @@ enum BenchRunner {
         let state = await device.state()
         run.packetsDropped = Int(clamping: state.counters.packetsDropped)
         run.imageCorrect = state.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(part.image)
-        if !run.completed, run.imageCorrect, run.error?.hasPrefix(DFUEngineError.Code.executeUnconfirmed.rawValue) == true {
+        if !run.completed, run.imageCorrect, failureCode == .executeUnconfirmed {
             // The device reset before its Execute response went out; `bledfu flash` confirms by finding the new
             // application, the bench by reading what the device installed.
             run.completed = true
@@ -147,54 +151,4 @@ enum BenchRunner {
         }
         return run
     }
-}
-
-/// A ``DFUTransport`` that counts what goes through it: Packet bytes, Calculate Checksum requests and checkpoint
-/// answers (`60 03 01 …`: PRNs and checksum responses).
-final class CountingTransport: DFUTransport {
-    struct Counts: Sendable {
-        var packetBytes = 0
-        var checksumRequests = 0
-        var checkpointReports = 0
-    }
-
-    final class Box: Sendable {
-        let counts = Mutex(Counts())
-    }
-
-    let base: any DFUTransport
-    let box = Box()
-    let controlPointNotifications: AsyncStream<[UInt8]>
-
-    init(_ base: any DFUTransport) {
-        self.base = base
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        controlPointNotifications = stream
-        let box = self.box
-        let source = base.controlPointNotifications
-        let forwarder = Task {
-            for await bytes in source {
-                if bytes.count > 3, bytes[0] == 0x60, bytes[1] == 0x03, bytes[2] == 0x01 {
-                    box.counts.withLock { $0.checkpointReports += 1 }
-                }
-                continuation.yield(bytes)
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in forwarder.cancel() }
-    }
-
-    var counts: Counts { box.counts.withLock { $0 } }
-
-    func writeControlPoint(_ bytes: [UInt8]) async throws(DFUTransportError) {
-        if bytes.first == 0x03 { box.counts.withLock { $0.checksumRequests += 1 } }
-        try await base.writeControlPoint(bytes)
-    }
-
-    func writePacket(_ bytes: [UInt8]) async throws(DFUTransportError) {
-        box.counts.withLock { $0.packetBytes += bytes.count }
-        try await base.writePacket(bytes)
-    }
-
-    var mtu: Int { get async { await base.mtu } }
 }

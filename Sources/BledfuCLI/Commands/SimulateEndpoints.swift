@@ -99,21 +99,16 @@ final class BlueZSimulatorEndpoint: SimulatorEndpoint {
     }
 
     func accept() async throws(BearerError) -> SocketBearer {
-        try await peripheral.accept()
+        try await peripheral.accept(drainingBeforeDisconnect: true)
     }
 
-    /// How long the link stays up after the device closed its socket: the last PDUs (the response to the final
-    /// Execute before the reset) are still in the kernel's queue for the link, and a Nordic bootloader resets only
-    /// once they went out.
-    static let drainDelay = Duration.milliseconds(250)
-
     /// Closes the socket and then drops the LE link, as a rebooting device does (the kernel would otherwise keep it
-    /// for seconds, and the central would wait for the disconnect).
+    /// for seconds, and the central would wait for the disconnect). The peripheral first waits until the socket's
+    /// last PDUs (the response to the final Execute) went to the controller: a Nordic bootloader resets only then.
     func linkEnded(_ bearer: SocketBearer) async {
         let handle = bearer.linkInfo.connectionHandle
         await bearer.close()
         guard let handle else { return }
-        try? await Task.sleep(for: Self.drainDelay)  // cancelled only when stopping: disconnect at once then
         await peripheral.disconnect(handle: handle)
     }
 

@@ -1,0 +1,226 @@
+import BLECore
+import DFUPackage
+import DFUSimulator
+import Foundation
+import SecureDFU
+
+/// One upload of the campaign whose plan drew a kill, through real processes: a `bledfu simulate` child hosts the
+/// virtual device (with the run's other faults) and outlives every upload process; `bledfu flash PKG --state-dir
+/// DIR` runs as a child and is sent SIGKILL once the device has received the plan's number of Packet bytes (polled
+/// from the device's status file); then `bledfu resume` (or `bledfu flash` again while no journal was written)
+/// reruns it, until an exit status 0 or `maxReruns` reruns failed. Verdicts as for ``CampaignRun``, plus: every
+/// rerun that fails prints exactly one `bledfu: error:` line, and when the reruns give up, a fresh simulator on
+/// the device's state directory (same flash and settings, no faults) lets one more `bledfu resume` finish.
+struct ProcessKillRun {
+    let plan: RunPlan
+    let setup: ProcessSetup
+    let maxReruns: Int
+
+    /// The device's identity address (its bootloader advertises at + 1).
+    static let address = "C0:11:22:33:44:F0"
+
+    func run() -> RunReport {
+        var report = RunReport(
+            plan: plan, verdict: .violation, attempts: 0, interruptions: 0, bytesWritten: 0, bytesResent: 0,
+            faultsFired: [], errors: [], note: "")
+        report.viaProcesses = true
+        let directory = setup.root.appendingPathComponent("run-\(plan.index)")
+        defer { if !setup.keepFiles { try? FileManager.default.removeItem(at: directory) } }
+        do {
+            try? FileManager.default.removeItem(at: directory)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try upload(in: directory, into: &report)
+        } catch {
+            report.verdict = .violation
+            report.note = "campaign setup failed: \(error)"
+        }
+        return report
+    }
+
+    /// The package, the device, the kills, the reruns and the verdict.
+    private func upload(in directory: URL, into report: inout RunReport) throws {
+        let (package, part) = try makePackage(in: directory)
+        let expected = DFUSimulatorDigest.sha256Hex(part.image)
+        let profile = try writeProfile(in: directory)
+        let journal = directory.appendingPathComponent("journal")
+        let faults = plan.items.filter { !$0.hasPrefix("seed=") }.isEmpty ? [] : plan.items
+        let simulator = try SimulatorChild(
+            setup: setup, directory: directory, profile: profile, address: Self.address, faults: faults,
+            name: "simulate")
+        defer { simulator.stop() }
+        var processes: [UploadProcessResult] = []
+        var lastStatus: Int32?
+        // The kills: each upload process runs until the device has received the next threshold's bytes.
+        for threshold in plan.killsAfterBytes where lastStatus != 0 {
+            let result = try runUpload(
+                package: package, journal: journal, simulator: simulator, killAt: threshold, number: processes.count)
+            processes.append(result)
+            if let bytes = result.killedAtBytes {
+                report.killsFired += 1
+                report.killBytes.append(bytes)
+            } else {
+                lastStatus = result.status
+            }
+            if result.status == nil, result.killedAtBytes == nil { break }  // a hang
+        }
+        // The reruns.
+        var reruns = 0
+        while lastStatus != 0, reruns < maxReruns, !processes.contains(where: \.isHang) {
+            reruns += 1
+            let result = try runUpload(
+                package: package, journal: journal, simulator: simulator, killAt: nil, number: processes.count)
+            processes.append(result)
+            lastStatus = result.status
+        }
+        report.attempts = processes.count
+        report.processes = processes
+        report.errors = processes.filter { $0.status != 0 }.map(\.description)
+        report.interruptions = processes.filter { $0.status != 0 }.count
+        // The device after the last process: a success must have installed the image (it resets into it).
+        var state = simulator.state()
+        if lastStatus == 0 {
+            for _ in 0..<300 where state?.installed.application?.sha256.lowercased() != expected {
+                usleep(10_000)
+                state = simulator.state()
+            }
+        }
+        report.faultsFired = (state?.faults.map(\.kind) ?? []) + Array(repeating: "kill", count: report.killsFired)
+        report.bytesWritten = Int(state?.counters.bytesReceived ?? 0)
+        report.bytesResent = max(0, report.bytesWritten - part.image.count - part.initPacket.count)
+        let installed = state?.installed.application?.sha256.lowercased()
+        let unclear = processes.filter { $0.killedAtBytes == nil && $0.status != 0 && !$0.clearError }
+        if state == nil {
+            report.note = "no device status"
+        } else if let installed, !installed.isEmpty, installed != expected {
+            report.note = "WRONG IMAGE installed: \(installed)"
+        } else if let hang = processes.first(where: \.isHang) {
+            report.note = "bledfu did not end within \(Int(setup.processLimitSeconds)) s: \(hang)"
+        } else if lastStatus == 0, installed != expected {
+            report.falseSuccesses += 1
+            report.note = "bledfu exited 0, the device has no valid image"
+        } else if !unclear.isEmpty {
+            report.note = "unclear error: \(unclear.map(\.description))"
+        } else if installed == expected {
+            report.verdict = .verified
+            report.confirmedAfterLoss = lastStatus != 0
+        } else {
+            // Resumable: the device as it was left (flash and settings from its state directory), without faults.
+            simulator.stop()
+            let restored = try SimulatorChild(
+                setup: setup, directory: directory, profile: profile, address: Self.address, faults: [],
+                name: "simulate-restored")
+            defer { restored.stop() }
+            let next = try runUpload(
+                package: package, journal: journal, simulator: restored, killAt: nil, number: processes.count)
+            report.processes.append(next)
+            var after = restored.state()
+            for _ in 0..<300 where after?.installed.application?.sha256.lowercased() != expected {
+                usleep(10_000)
+                after = restored.state()
+            }
+            if next.status == 0, after?.installed.application?.sha256.lowercased() == expected {
+                report.verdict = .clearErrorResumable
+            } else {
+                report.note = "device left unable to take the next attempt: \(next)"
+            }
+        }
+    }
+
+    /// `bledfu flash` (or `bledfu resume` once a journal exists), killed at `killAt` device bytes when given.
+    private func runUpload(
+        package: URL, journal: URL, simulator: SimulatorChild, killAt: Int?, number: Int
+    ) throws -> UploadProcessResult {
+        let hasJournal = !((try? FileManager.default.contentsOfDirectory(atPath: journal.path)) ?? []).isEmpty
+        let radio = "virtual:" + simulator.statusFile.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("radio").path
+        let common = [
+            "--adapter", radio, "--state-dir", journal.path, "--json", "--mode", plan.pacing,
+            "--timeout", String(format: "%g", setup.timeoutSeconds), "--reconnect-attempts", "3",
+            "--reboot-delay", "0.1", "--scan-timeout", "5",
+        ]
+        let command = hasJournal ? "resume" : "flash"
+        let arguments = hasJournal ? ["resume"] + common : ["flash", package.path, "--device", Self.address] + common
+        let child = try ChildProcess(
+            setup.bledfu, arguments, output: journal.deletingLastPathComponent().appendingPathComponent("p\(number)"))
+        var gauge = ByteGauge()
+        while child.isRunning, child.elapsed < setup.processLimitSeconds {
+            if let killAt, let bytes = simulator.bytesReceived(), gauge.estimate(bytes, now: Date()) >= killAt {
+                child.killNow()
+                // The device notices the closed link and publishes its state: the bytes it had at the kill.
+                for _ in 0..<200 where simulator.state()?.connected != false { usleep(5_000) }
+                return UploadProcessResult(
+                    command: command, child: child, killedAtBytes: simulator.bytesReceived() ?? bytes)
+            }
+            usleep(1_000)
+        }
+        if child.isRunning {
+            child.killNow()
+            var result = UploadProcessResult(command: command, child: child, killedAtBytes: nil)
+            result.status = nil
+            return result
+        }
+        return UploadProcessResult(command: command, child: child, killedAtBytes: nil)
+    }
+
+    /// `bledfu package create` with the run's image: an unsigned application package (hw 52, sd-req 0xB7).
+    private func makePackage(in directory: URL) throws -> (URL, DFUPart) {
+        let image = CampaignRun(plan: plan, maxAttempts: 1, checkpointTimeout: .seconds(1)).part().image
+        let bin = directory.appendingPathComponent("app.bin")
+        try Data(image).write(to: bin)
+        let package = directory.appendingPathComponent("app.zip")
+        let create = try ChildProcess(
+            setup.bledfu,
+            [
+                "package", "create", "--application", bin.path, "--application-version", "2", "--hw-version", "52",
+                "--sd-req", "0xB7", package.path,
+            ], output: directory.appendingPathComponent("package-create"))
+        guard create.wait(seconds: 60), create.status == 0 else {
+            create.killNow()
+            throw CampaignSetupError("bledfu package create failed: \(create.stderr)")
+        }
+        let bytes = try Data(contentsOf: package)
+        guard let part = try DFUPart.parts(of: FirmwarePackage(bytes: Array(bytes))).first else {
+            throw CampaignSetupError("the package has no part")
+        }
+        return (package, part)
+    }
+
+    /// The device's profile JSON: a bootloader without an application, the run's MTU and save_progress, unsigned
+    /// updates accepted, link and flash times divided by the setup's speedup.
+    private func writeProfile(in directory: URL) throws -> URL {
+        guard let address = BluetoothAddress(Self.address) else { throw CampaignSetupError("bad address") }
+        let profile = DeviceProfile(
+            name: "Campaign", address: address, saveProgress: plan.saveProgress, requireSignedApp: false,
+            installed: InstalledImages(application: nil, bootloader: InstalledImage(version: 1), softdevice: nil),
+            link: LinkParameters(maxMTU: Int(plan.mtu), receiveBuffers: 64),
+            flash: FlashParameters(queueDepth: 64, bankSize: 200_704), speedup: setup.speedup)
+        let url = directory.appendingPathComponent("profile.json")
+        try JSONEncoder().encode(profile).write(to: url)
+        return url
+    }
+}
+
+extension UploadProcessResult {
+    /// Killed by the campaign because it ran past the process limit.
+    var isHang: Bool { status == nil && killedAtBytes == nil }
+}
+
+/// The device's Packet bytes now, estimated between its status updates. The simulator publishes its state on
+/// Control Point writes (checkpoints, object ends) and link events, not on every packet, so the bytes since the
+/// last update are extrapolated at the rate between the last two updates (at most one object ahead): kills land
+/// inside objects, not only on their checkpoints.
+struct ByteGauge {
+    private var last: (bytes: Int, time: Date)?
+    private var rate = 0.0
+
+    mutating func estimate(_ published: Int, now: Date) -> Int {
+        guard let last, published == last.bytes else {
+            if let last, published > last.bytes {
+                rate = Double(published - last.bytes) / max(now.timeIntervalSince(last.time), 0.001)
+            }
+            last = (published, now)
+            return published
+        }
+        return published + min(4096, Int(rate * now.timeIntervalSince(last.time)))
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+/// The fault campaign's real kills (Sources/FuzzFaultCampaign, docs/reliability.md): run 9 of seed 1 draws a kill,
+/// so the campaign starts `bledfu simulate`, SIGKILLs a `bledfu flash` child in the middle of the upload and reruns
+/// `bledfu resume`. With the real `bledfu` the run is verified; with a `bledfu` whose `resume` lies (exit 0 without
+/// an upload) or babbles (several error lines) the campaign reports a violation and exits 1: its checks can fail.
+/// Needs the FuzzFaultCampaign executable next to `bledfu` (a full `swift build`, as tools/test does).
+@Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: CampaignBinary.url.path)
+    || ProcessInfo.processInfo.environment["CI"] == "true", "FuzzFaultCampaign is not built next to bledfu"))
+struct FaultCampaignKillTests {
+
+    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --verbose` with `bledfu` at `bledfu`.
+    static func runNine(bledfu: URL) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = CampaignBinary.url
+        process.arguments = ["--seed", "1", "--run", "9", "--verbose", "--bledfu", bledfu.path]
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("campaign-\(UUID().uuidString).out")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = process.standardOutput
+        try process.run()
+        let deadline = Date().addingTimeInterval(120)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+    }
+
+    /// A `bledfu` that is the real one except for `resume`, which runs `script` instead.
+    static func wrapper(resume script: String) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("campaign-bledfu-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent("bledfu")
+        let text = """
+            #!/bin/sh
+            if [ "$1" = resume ]; then
+            \(script)
+            fi
+            exec '\(CLIRunner.binary.path)' "$@"
+
+            """
+        try Data(text.utf8).write(to: file)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
+        return file
+    }
+
+    @Test func aRealKillThenResumeIsVerified() throws {
+        let (status, output) = try Self.runNine(bledfu: CLIRunner.binary)
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("verified: run 9:"), "\(output)")
+        #expect(output.contains("flash: SIGKILL at "), "\(output)")
+        #expect(output.contains("resume: exit 0"), "\(output)")
+        #expect(output.contains("real kills (SIGKILL of bledfu flash/resume): 1 in 1 run(s)"), "\(output)")
+        #expect(output.contains("violations:                0"), "\(output)")
+    }
+
+    @Test func aResumeThatClaimsSuccessWithoutTheImageIsAViolation() throws {
+        let liar = try Self.wrapper(resume: "exit 0")
+        defer { try? FileManager.default.removeItem(at: liar.deletingLastPathComponent()) }
+        let (status, output) = try Self.runNine(bledfu: liar)
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("violation: run 9:"), "\(output)")
+        #expect(output.contains("bledfu exited 0, the device has no valid image"), "\(output)")
+    }
+
+    @Test func aResumeWithAnUnclearErrorIsAViolation() throws {
+        let babbler = try Self.wrapper(resume: "echo 'something went wrong' >&2; echo 'and more' >&2; exit 40")
+        defer { try? FileManager.default.removeItem(at: babbler.deletingLastPathComponent()) }
+        let (status, output) = try Self.runNine(bledfu: babbler)
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("violation: run 9:"), "\(output)")
+        #expect(output.contains("unclear error"), "\(output)")
+    }
+}
+
+/// The FuzzFaultCampaign executable next to `bledfu`.
+enum CampaignBinary {
+    static var url: URL { CLIRunner.binary.deletingLastPathComponent().appendingPathComponent("FuzzFaultCampaign") }
+}
