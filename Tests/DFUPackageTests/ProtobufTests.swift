@@ -23,11 +23,8 @@ import Testing
 
     /// Decoding a real `.dat` with the generated `Dfu_Packet` and serializing it again gives the file's bytes:
     /// swift-protobuf writes fields in nrfutil's (Python protobuf's) order.
-    @Test func realInitPacketsReencodeByteForByte() throws {
-        guard Corpus.isPresent else {
-            print("corpus not found: skipping the protobuf re-encoding test")
-            return
-        }
+    @Test(.enabled(if: Corpus.shouldRun, "the package corpus is absent (set BLEDFU_CORPUS)"))
+    func realInitPacketsReencodeByteForByte() throws {
         let parts = try Self.realSecureParts()
         #expect(parts.count > 100)
         for (name, part, packet) in parts {
@@ -43,11 +40,8 @@ import Testing
     /// `PackageBuilder` output compared with a real nrfutil `.dat` re-encoded by the generated code: identical for
     /// unsigned parts; for signed parts identical up to the 64 signature bytes (ECDSA signatures are random), which
     /// verify with the builder's key.
-    @Test func builderMatchesRealDatFiles() throws {
-        guard Corpus.isPresent else {
-            print("corpus not found: skipping the builder/.dat comparison")
-            return
-        }
+    @Test(.enabled(if: Corpus.shouldRun, "the package corpus is absent (set BLEDFU_CORPUS)"))
+    func builderMatchesRealDatFiles() throws {
         let key = P256.Signing.PrivateKey()
         var unsigned = 0
         var signed = 0
