@@ -53,12 +53,15 @@ var targets: [Target] = [
         exclude: ["Proto"],  // dfu-cc*.proto; tools/generate-protobuf writes Generated/*.pb.swift from them
         swiftSettings: swiftSettings
     ),
+    // Layer 5': the family seam (docs/architecture.md): the protocol every DFU family implements, its events,
+    // errors, journal and locations. Pure, protocol-neutral.
+    .target(name: "DFUCore", dependencies: ["BLECore", "GATT", log], swiftSettings: swiftSettings),
     // Layer 6: Secure DFU wire protocol (control point messages, result codes), pure.
     .target(name: "DFUProtocol", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 7: the Secure DFU engine (state machine, pacing, driver actor), pure.
     .target(
         name: "SecureDFU",
-        dependencies: ["BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", log],
+        dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUProtocol", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
@@ -128,6 +131,7 @@ var targets: [Target] = [
         dependencies: ["PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "BLECore", "ATT", "GATT"],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
+    .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "GATT", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(name: "DFUProtocolTests", dependencies: ["DFUProtocol", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "DFUPackageTests",
@@ -136,7 +140,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "SecureDFUTests",
-        dependencies: ["SecureDFU", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
+        dependencies: ["SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
