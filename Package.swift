@@ -96,7 +96,7 @@ var targets: [Target] = [
     // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
     .target(
         name: "BledfuTestSupport",
-        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio"],
+        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio", "PlatformIO"],
         swiftSettings: swiftSettings
     ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
@@ -130,7 +130,10 @@ var targets: [Target] = [
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
         name: "FuzzFaultCampaign",
-        dependencies: ["SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore"],
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore",
+            "PlatformIO",
+        ],
         swiftSettings: swiftSettings
     ),
 

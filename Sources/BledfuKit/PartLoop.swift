@@ -58,6 +58,7 @@ struct PartLoop<F: DFUFamily> {
                 // The last step went unacknowledged: the device runs its application if it took effect.
                 unconfirmed = false
                 connection = try await flow.confirmInstalled(location.merged(with: application), session: session)
+                if connection != nil { flow.meter.countLinkLoss() }  // still in the updater: the step never arrived
                 if connection == nil {
                     flow.emit(.message("\(part.name): the device restarted into its application: the last step took effect"))
                     after = .resets(location)
@@ -182,6 +183,7 @@ struct PartLoop<F: DFUFamily> {
             return
         }
         lastLoss = error
+        flow.meter.countLinkLoss()
         guard budget.linkLost(progressed: journal.confirmedBytes > before) else {
             let attempts = budget.policy.attempts
             let why = attempts == 0 ? "not reconnecting" : "no progress after \(attempts) reconnect episodes"
