@@ -113,6 +113,10 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
+    // docs/library.md's example: a Swift program that flashes a virtual device with the public API only.
+    .executableTarget(
+        name: "FlashVirtualDevice", dependencies: ["BledfuKit", "VirtualRadio"], path: "Examples/FlashVirtualDevice",
+        swiftSettings: swiftSettings),
     // The libFuzzer entry point the fuzz targets share (libFuzzer's driver, or a crash-file replayer).
     .target(name: "FuzzSupport", swiftSettings: swiftSettings),
     // libFuzzer target for DFUPackage (tools/fuzz-package builds it with -sanitize=fuzzer -DFUZZING).
@@ -182,7 +186,7 @@ var targets: [Target] = [
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
             "VirtualRadio", "Fleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
@@ -209,10 +213,19 @@ if let only = Context.environment["BLEDFU_TARGETS"], !only.isEmpty {
     targets = targets.filter { keep.contains($0.name) }
 }
 
+// The executable, and the libraries a Swift program uses (docs/library.md): the updater, the package reader, the
+// transports (BlueZ, the virtual radio).
+var products: [Product] = []
+if targets.contains(where: { $0.name == "bledfu" }) { products.append(.executable(name: "bledfu", targets: ["bledfu"])) }
+for library in ["BledfuKit", "DFUCore", "DFUPackage", "BlueZTransport", "VirtualRadio"]
+where targets.contains(where: { $0.name == library }) {
+    products.append(.library(name: library, targets: [library]))
+}
+
 let package = Package(
     name: "bledfu",
     platforms: [.macOS(.v15)],
-    products: targets.contains { $0.name == "bledfu" } ? [.executable(name: "bledfu", targets: ["bledfu"])] : [],
+    products: products,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
