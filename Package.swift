@@ -64,11 +64,18 @@ var targets: [Target] = [
         dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUProtocol", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
+    // Layer 7: the Legacy DFU family (nRF5 SDK <= 11, Adafruit, InfiniTime): wire codec, state machine, driver, pure.
+    .target(
+        name: "LegacyDFU",
+        dependencies: ["BLECore", "ATT", "GATT", "DFUPackage", log],
+        swiftSettings: swiftSettings
+    ),
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
     .target(
         name: "DFUSimulator",
         dependencies: [
-            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", .product(name: "Crypto", package: "swift-crypto"), log,
+            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", "LegacyDFU",
+            .product(name: "Crypto", package: "swift-crypto"), log,
         ],
         swiftSettings: swiftSettings
     ),
@@ -141,6 +148,11 @@ var targets: [Target] = [
     .testTarget(
         name: "SecureDFUTests",
         dependencies: ["SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "LegacyDFUTests",
+        dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
