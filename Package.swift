@@ -65,13 +65,25 @@ var targets: [Target] = [
     .target(
         name: "DFUSimulator",
         dependencies: [
-            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", "CBOR", "MCUmgr",
+            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", "CBOR", "MCUmgr", "MCUbootImage",
             .product(name: "Crypto", package: "swift-crypto"), log,
         ],
         swiftSettings: swiftSettings
     ),
     // Layer 6': CBOR (RFC 8949), the body encoding of MCUmgr SMP messages, pure.
     .target(name: "CBOR", swiftSettings: swiftSettings),
+    // Layer 6'': MCUboot images (header, TLVs, signatures) and the nRF Connect SDK dfu_application.zip, pure.
+    .target(
+        name: "MCUbootImage",
+        dependencies: [
+            "BLECore", "DFUPackage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            log,
+        ],
+        swiftSettings: swiftSettings
+    ),
     // Layer 7'': MCUmgr SMP (framing, groups, the BLE transport, the upload engine and update flows), pure.
     .target(
         name: "MCUmgr",
@@ -94,7 +106,7 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "SecureDFU", "DFUSimulator", "Fleet", "CBOR", "MCUmgr",
+            "SecureDFU", "DFUSimulator", "Fleet", "CBOR", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
@@ -156,9 +168,14 @@ var targets: [Target] = [
     ),
     .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
     .testTarget(
+        name: "MCUbootImageTests",
+        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", .product(name: "Crypto", package: "swift-crypto")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "MCUmgrTests",
         dependencies: [
-            "MCUmgr", "CBOR", "DFUSimulator", "GATT", "ATT", "BLECore", "VirtualRadio",
+            "MCUmgr", "CBOR", "MCUbootImage", "DFUSimulator", "GATT", "ATT", "BLECore", "VirtualRadio",
             .product(name: "Crypto", package: "swift-crypto"),
         ],
         swiftSettings: swiftSettings
