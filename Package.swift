@@ -110,12 +110,28 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
+    // Layer 8': the updater, as a library: one update of one device, any family (docs/library.md).
+    .target(
+        name: "BledfuKit",
+        dependencies: [
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SystemPackage", package: "swift-system"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
+    // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
+    .target(
+        name: "BledfuTestSupport",
+        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio"],
+        swiftSettings: swiftSettings
+    ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
     .target(
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "SecureDFU", "DFUSimulator", "Fleet", "CBOR", "MCUmgr", "MCUbootImage",
+            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
@@ -160,6 +176,13 @@ var targets: [Target] = [
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
     .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "GATT", "BLECore"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "BledfuKitTests",
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+        ],
+        swiftSettings: swiftSettings
+    ),
     .testTarget(name: "DFUProtocolTests", dependencies: ["DFUProtocol", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "DFUPackageTests",
@@ -203,7 +226,7 @@ var targets: [Target] = [
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "BledfuCLI", "bledfu", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
             "VirtualRadio", "Fleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],

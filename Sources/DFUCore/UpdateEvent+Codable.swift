@@ -15,6 +15,12 @@ extension UpdateEvent: Codable {
     }
 }
 
+extension UpdateEvent {
+    /// The `state` name of a state event as the JSON carries it ("connecting", "bootloader", "uploading"); nil for
+    /// progress, warnings, messages and results.
+    public var stateName: String? { EventFields(self).state }
+}
+
 extension UpdateEventRecord: Codable {
     public init(from decoder: any Decoder) throws {
         let fields = try EventFields(from: decoder)

@@ -165,7 +165,7 @@ public struct SecureDFUFamily: DFUFamily {
     }
 
     /// The engine's error in the family vocabulary (the engine's error stays the cause).
-    static func map(_ error: DFUEngineError) -> DFUError {
+    public static func map(_ error: DFUEngineError) -> DFUError {
         let code: DFUError.Code
         switch error.code {
         case .remote:
