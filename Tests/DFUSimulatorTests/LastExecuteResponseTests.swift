@@ -10,7 +10,7 @@ import Testing
 /// (`GATTServer.closeAfterResponse()`), so the PDUs end with the Execute notification and the Write Response, in
 /// that order, and nothing after them. (The same over a real socket pair, many times: CLITests
 /// `SimulatorLastExecuteTests`.)
-@Suite(.timeLimit(.minutes(1))) struct LastExecuteResponseTests {
+@Suite(.timeLimit(.minutes(5))) struct LastExecuteResponseTests {
     @Test func theResetComesAfterTheWriteResponse() async throws {
         let clock = ManualClock()
         var profile = Fixture.profile()

@@ -117,7 +117,7 @@ enum SimulatorFixture {
     }
 }
 
-@Suite struct SimulatorLoopTests {
+@Suite(.timeLimit(.minutes(5))) struct SimulatorLoopTests {
     @Test(arguments: ["adaptive", "prn:12", "nrfutil", "ios"])
     func threeObjects(policy: String) throws {
         let device = BootloaderStateMachine(profile: try SimulatorFixture.profile())
@@ -177,7 +177,7 @@ enum SimulatorFixture {
     }
 }
 
-@Suite struct PackagePartTests {
+@Suite(.timeLimit(.minutes(5))) struct PackagePartTests {
     @Test func partsFromABuiltPackage() throws {
         var builder = PackageBuilder()
         builder.application = PackageBuilder.Image(stem: "app", bytes: testBytes(5000, seed: 4))
