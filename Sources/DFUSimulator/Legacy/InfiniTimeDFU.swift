@@ -65,11 +65,11 @@ public struct InfiniTimeDFU: Sendable {
         case .controlPointWrite(let bytes, _):
             guard profile.dfuEnabled else { return actions + [.attError(.insufficientAuthorization)] }
             counters.controlPointWrites += 1
-            if updating { timeoutAt = now + profile.scaled(micros: Self.timeoutMicros) }
+            if updating { timeoutAt = now + profile.timer(micros: Self.timeoutMicros) }
             actions += controlPoint(bytes, now: now)
         case .packetWrite(let bytes, _):
             guard profile.dfuEnabled else { return actions + [.attError(.insufficientAuthorization)] }
-            if updating { timeoutAt = now + profile.scaled(micros: Self.timeoutMicros) }
+            if updating { timeoutAt = now + profile.timer(micros: Self.timeoutMicros) }
             actions += packet(bytes, now: now)
         }
         if let wake = [pending?.at, timeoutAt].compactMap({ $0 }).min(), !actions.contains(where: \.isReboot) {
@@ -117,7 +117,7 @@ public struct InfiniTimeDFU: Sendable {
         case .startDFU:
             guard state == .idle, argument == LegacyImageType.application.rawValue else { return [] }
             state = .start
-            timeoutAt = now + profile.scaled(micros: Self.timeoutMicros)
+            timeoutAt = now + profile.timer(micros: Self.timeoutMicros)
         case .initialize:
             guard state == .initialize, argument != 0 else { return [] }
             asyncSend(LegacyNotification.response(request: .initialize, status: .success).encoded, now: now)

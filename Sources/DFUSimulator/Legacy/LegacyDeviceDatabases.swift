@@ -54,6 +54,11 @@ enum LegacyDeviceDatabases {
         let manufacturer = profile.kind == .infinitime ? "PINE64" : profile.kind == .adafruit ? "Adafruit Industries" : "NordicSemiconductor"
         services.append(deviceInformation(manufacturer: manufacturer, model: profile.chip, firmware: firmwareRevision))
         if profile.kind == .infinitime {
+            // NimbleController::Init registers, besides DFU: Current Time, Alert Notification, Immediate Alert,
+            // Heart Rate, Battery (and services of its own); the DFU service comes among them.
+            for uuid: UInt16 in [0x1805, 0x1811, 0x1802, 0x180D, 0x180F] {
+                services.append(GATTServiceDefinition(uuid: BluetoothUUID(uuid), characteristics: []))
+            }
             services.append(dfuService(kind: .infinitime, version: profile.dfuVersion ?? LegacyDFUVersion.sdk11.rawValue))
             return GATTDatabase(services: services)
         }

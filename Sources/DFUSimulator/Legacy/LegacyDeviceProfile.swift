@@ -164,8 +164,13 @@ public struct LegacyDeviceProfile: Codable, Sendable, Hashable {
         return (min(link.maxMTU, 247) - 3) & ~3
     }
 
-    /// `DFU_TIMEOUT_INTERVAL`, divided by the speedup.
-    var inactivityTimeout: Duration { scaled(micros: inactivityTimeoutSeconds * 1_000_000) }
+    /// `DFU_TIMEOUT_INTERVAL`, divided by a finite speedup (an infinite speedup removes the work, not the timers).
+    var inactivityTimeout: Duration { timer(micros: inactivityTimeoutSeconds * 1_000_000) }
+
+    /// A protocol timer of `micros` microseconds: divided by a finite speedup, unchanged by an infinite one.
+    func timer(micros: Double) -> Duration {
+        speedup.isFinite ? scaled(micros: micros) : .nanoseconds(Int64((micros * 1000).rounded()))
+    }
 
     /// A duration of `micros` microseconds, divided by `speedup`.
     func scaled(micros: Double) -> Duration {
