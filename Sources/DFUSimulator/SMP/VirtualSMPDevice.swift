@@ -72,8 +72,7 @@ public actor VirtualSMPDevice {
         self.statusSink = statusSink
         self.persistentSink = persistentSink
         self.logger = logger
-        self.pacer = LinkPacer(
-            link: LinkModel(link: profile.link, flash: FlashParameters()), speedup: profile.speedup, now: now, sleep: sleep)
+        self.pacer = LinkPacer(model: LinkModel(link: profile.link, flash: FlashParameters()), speedup: profile.speedup)
     }
 
     // MARK: - Observation
@@ -114,7 +113,7 @@ public actor VirtualSMPDevice {
         connected = true
         stalled = false
         reassembly = []
-        pacer.reset()
+        pacer.reset(at: now())
         let database = Self.database(profile: profile, firmware: logic.pairs.first?.primary.image?.header.version.description ?? "")
         let server = makeServer(database, bearer, UInt16(clamping: max(profile.link.maxMTU, 23)))
         self.server = server
@@ -261,7 +260,7 @@ public actor VirtualSMPDevice {
         let fragment = max(await server.mtu - 3, 20)
         for start in stride(from: 0, to: bytes.count, by: fragment) {
             let piece = Array(bytes[start..<min(start + fragment, bytes.count)])
-            await pacer.pace(attBytes: piece.count + 3, request: false)
+            await pacer.pace(attBytes: piece.count + 3, request: false, now: now(), sleep: sleep)
             do {
                 try await server.notify(handle: handle, value: piece)
             } catch {
@@ -304,6 +303,7 @@ public actor VirtualSMPDevice {
             case .powerLoss: await reboot(reason: "power loss")
             case .stall: stalled = true
             case .reject: break
+            case .flashBusy: break  // img_mgmt writes synchronously through flash_img: no queue to fill.
             }
         }
     }
@@ -355,8 +355,9 @@ final class SMPDeviceDelegate: GATTServerDelegate {
 
     func beforeHandling(_ pdu: ATTPDU, server: GATTServer) async {
         switch pdu {
-        case .writeCommand(_, let value): await device.pacer.pace(attBytes: 3 + value.count, request: false)
-        default: await device.pacer.pace(attBytes: pdu.encoded.count, request: true)
+        case .writeCommand(_, let value):
+            await device.pacer.pace(attBytes: 3 + value.count, request: false, now: device.now(), sleep: device.sleep)
+        default: await device.pacer.pace(attBytes: pdu.encoded.count, request: true, now: device.now(), sleep: device.sleep)
         }
     }
 
@@ -364,52 +365,5 @@ final class SMPDeviceDelegate: GATTServerDelegate {
         guard attribute.handle == characteristic else { return nil }
         await device.written(value, server: server)
         return nil
-    }
-}
-
-/// The link model's air time for one device, kept apart from the actor (a lock, no hop per PDU).
-final class LinkPacer: Sendable {
-    private struct State {
-        var freeAt: Duration = .zero
-        var microsBySize: [Int: Double] = [:]
-    }
-
-    private let state = Mutex(State())
-    let link: LinkModel
-    let speedup: Double
-    let now: @Sendable () -> Duration
-    let sleep: @Sendable (Duration) async -> Void
-
-    init(
-        link: LinkModel, speedup: Double, now: @escaping @Sendable () -> Duration,
-        sleep: @escaping @Sendable (Duration) async -> Void
-    ) {
-        self.link = link
-        self.speedup = speedup
-        self.now = now
-        self.sleep = sleep
-    }
-
-    func reset() { state.withLock { $0.freeAt = now() } }
-
-    /// Waits until the modelled link has carried a PDU of `attBytes` (a request costs a round trip).
-    func pace(attBytes: Int, request: Bool) async {
-        let current = now()
-        let wait = state.withLock { state -> Duration in
-            let micros: Double
-            if request {
-                micros = link.requestRoundTripMicros
-            } else if let known = state.microsBySize[attBytes] {
-                micros = known
-            } else {
-                micros = link.writeCommandMicros(attBytes: attBytes)
-                state.microsBySize[attBytes] = micros
-            }
-            let factor = speedup > 0 ? speedup : 1
-            let start = max(current, state.freeAt)
-            state.freeAt = start + .nanoseconds(Int64((micros * 1000 / factor).rounded()))
-            return state.freeAt - current
-        }
-        if wait > .zero { await sleep(wait) }
     }
 }
