@@ -64,12 +64,39 @@ var targets: [Target] = [
         dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUProtocol", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
+    // Layer 7: the Legacy DFU family (nRF5 SDK <= 11, Adafruit, InfiniTime): wire codec, state machine, driver, pure.
+    .target(
+        name: "LegacyDFU",
+        dependencies: ["BLECore", "ATT", "GATT", "DFUPackage", log],
+        swiftSettings: swiftSettings
+    ),
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
     .target(
         name: "DFUSimulator",
         dependencies: [
-            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", .product(name: "Crypto", package: "swift-crypto"), log,
+            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", "LegacyDFU", "CBOR", "MCUmgr", "MCUbootImage",
+            .product(name: "Crypto", package: "swift-crypto"), log,
         ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 6': CBOR (RFC 8949), the body encoding of MCUmgr SMP messages, pure.
+    .target(name: "CBOR", swiftSettings: swiftSettings),
+    // Layer 6'': MCUboot images (header, TLVs, signatures) and the nRF Connect SDK dfu_application.zip, pure.
+    .target(
+        name: "MCUbootImage",
+        dependencies: [
+            "BLECore", "DFUPackage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 7'': MCUmgr SMP (framing, groups, the BLE transport, the upload engine and update flows), pure.
+    .target(
+        name: "MCUmgr",
+        dependencies: ["BLECore", "ATT", "GATT", "CBOR", .product(name: "Crypto", package: "swift-crypto"), log],
         swiftSettings: swiftSettings
     ),
     // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
@@ -104,7 +131,7 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit",
+            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
@@ -130,6 +157,7 @@ var targets: [Target] = [
         dependencies: ["SecureDFU", "DFUSimulator", "DFUProtocol", "DFUPackage", "BLECore", "FuzzSupport"],
         swiftSettings: swiftSettings
     ),
+    .executableTarget(name: "FuzzCBOR", dependencies: ["CBOR", "MCUmgr", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(name: "FuzzPlan", dependencies: ["Fleet", "FuzzSupport"], swiftSettings: swiftSettings),
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
@@ -174,8 +202,27 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "LegacyDFUTests",
+        dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "DFUSimulatorTests",
         dependencies: ["DFUSimulator", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "MCUbootImageTests",
+        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", .product(name: "Crypto", package: "swift-crypto")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "MCUmgrTests",
+        dependencies: [
+            "MCUmgr", "CBOR", "MCUbootImage", "DFUSimulator", "GATT", "ATT", "BLECore", "VirtualRadio",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(

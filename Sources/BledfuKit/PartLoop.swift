@@ -66,7 +66,9 @@ struct PartLoop<F: DFUFamily> {
             }
             if after == nil {
                 if connection == nil {
-                    let link = try await flow.reconnect(location, after: lastLoss, session: session)
+                    // The device may come back in its updater, or in its application (a power loss on a dual-bank
+                    // device boots the old application): look at both places.
+                    let link = try await flow.reconnect(location.merged(with: application), after: lastLoss, session: session)
                     connection = link
                     location = DeviceLocation(link.peer)
                 }

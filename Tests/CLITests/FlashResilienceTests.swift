@@ -8,7 +8,7 @@ import Testing
 
 /// `bledfu flash` as a process against `bledfu simulate`: no reconnect when asked, kill -9 then `bledfu resume`, a
 /// stalling device, `--name` and `--unique-name`.
-@Suite(.serialized) struct FlashResilienceTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct FlashResilienceTests {
     /// `--reconnect-attempts 0`: the first lost link ends the run (exit 43, no reconnect, the journal kept, the
     /// resume command printed); `bledfu resume` then finishes the update.
     @Test func reconnectAttemptsZeroNeverReconnects() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 @testable import BledfuCLI
 
-@Suite(.serialized) struct FlashTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct FlashTests {
     /// App mode → buttonless jump → bootloader at address + 1 → upload → the device runs the new image.
     @Test func flashFromApplicationModeInstallsTheImage() async throws {
         let directory = try FlashFixture.temporaryDirectory()

@@ -5,7 +5,7 @@ import Testing
 
 /// A device that breaks ATT (a PDU longer than ATT_MTU closes the link; docs/reliability.md, "Lying devices") makes
 /// the engine stop with `protocol-violation`: `bledfu flash` does not reconnect, exits 46 and keeps its journal.
-@Suite struct OversizePDUExitCodeTests {
+@Suite(.timeLimit(.minutes(5))) struct OversizePDUExitCodeTests {
     @Test func aProtocolViolationExits46() {
         let error = DFUEngineError(
             .protocolViolation,
