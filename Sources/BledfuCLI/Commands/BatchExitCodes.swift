@@ -12,6 +12,9 @@ enum BatchExit {
     static let noDevices: Int32 = 54
     /// `bench batch`: the parallel run took longer than `--max-ratio` times the single run.
     static let benchGoalMissed: Int32 = 55
+    /// A device's attempt (its `exit_code` in the database, not the batch's): its `bledfu flash` printed nothing for
+    /// `flash.stall_timeout` and was killed; the attempt is retried like a lost link (the journal resumes it).
+    static let flashStalled: Int32 = 56
 
     static let table: [(Int32, String)] = [
         (0, "every device is done or skipped"),
@@ -20,6 +23,7 @@ enum BatchExit {
         (lineStopped, "the line stopped after stop_after_failures failed devices"),
         (databaseError, "the batch database cannot be opened or written"),
         (noDevices, "no device found"),
+        (flashStalled, "a device's attempt: its bledfu flash stopped answering and was killed (the attempt's exit_code)"),
         (BledfuExit.interrupted, "stopped by Ctrl-C; running devices stopped at a safe point (rerun to finish)"),
     ]
 
