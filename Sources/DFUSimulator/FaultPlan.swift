@@ -145,9 +145,14 @@ public struct FaultPlan: Codable, Sendable, Hashable {
         }
     }
 
-    static let stepNames: Set<String> = [
+    static let stepNames: Set<String> = Set<String>([
         "select-command", "select-data", "create-command", "create-data", "set-prn", "checksum", "execute-command",
         "execute-data", "final-execute", "abort", "packet", "select", "create", "execute",
+    ]).union(legacyStepNames)
+
+    /// Steps of the Legacy DFU devices (docs/simulator.md, "Legacy DFU devices").
+    static let legacyStepNames: Set<String> = [
+        "start", "init", "init-complete", "prn-request", "receive", "validate", "activate", "reset", "report-size",
     ]
 
     static func step(_ value: String, _ key: String) throws(FaultPlanError) -> String {

@@ -5,7 +5,7 @@ import DFUProtocol
 import DFUSimulator
 import Testing
 
-@Suite("Bootloader data objects")
+@Suite("Bootloader data objects", .timeLimit(.minutes(5)))
 struct DataObjectTests {
     let image = Fixture.firmware(10_000)
 

@@ -11,7 +11,7 @@ import Testing
 /// Execute the bootloader writes its settings, then disconnects and resets (`on_dfu_complete`): the PDUs end with
 /// the Write Response and the Execute notification, in that order, and nothing after them. (The same over a real
 /// socket pair, many times: CLITests `SimulatorLastExecuteTests`.)
-@Suite(.timeLimit(.minutes(1))) struct LastExecuteResponseTests {
+@Suite(.timeLimit(.minutes(5))) struct LastExecuteResponseTests {
     @Test func theResetComesAfterTheWriteResponse() async throws {
         let clock = ManualClock()
         var profile = Fixture.profile()

@@ -6,7 +6,7 @@ import DFUSimulator
 import Foundation
 import Testing
 
-@Suite("Disconnects, resume and faults")
+@Suite("Disconnects, resume and faults", .timeLimit(.minutes(5)))
 struct ResumeAndFaultTests {
     let image = Fixture.firmware(10_000)
 

@@ -121,7 +121,7 @@ enum SimulatorFixture {
     }
 }
 
-@Suite struct SimulatorLoopTests {
+@Suite(.timeLimit(.minutes(5))) struct SimulatorLoopTests {
     @Test(arguments: ["adaptive", "prn:12", "nrfutil", "ios"])
     func threeObjects(policy: String) throws {
         let device = BootloaderStateMachine(profile: try SimulatorFixture.profile())
@@ -185,7 +185,7 @@ enum SimulatorFixture {
 /// against the SDK sources"). The link drops right after the second Create Data; the engine resumes at 4096 with a
 /// matching CRC and executes "to be sure": SDK 15 kept the created, empty object (0x08), SDK 17 reloaded its settings
 /// (success). The engine goes on either way.
-@Suite struct RepeatedExecuteAnswerTests {
+@Suite(.timeLimit(.minutes(5))) struct RepeatedExecuteAnswerTests {
     @Test(arguments: [("15.3.0", UInt8(0x08)), ("17.1.0", UInt8(0x01))])
     func eitherAnswer(sdk: String, answer: UInt8) throws {
         let faults = try FaultPlan(parsing: "disconnect-at=after-create-data#2")
@@ -205,7 +205,7 @@ enum SimulatorFixture {
     }
 }
 
-@Suite struct PackagePartTests {
+@Suite(.timeLimit(.minutes(5))) struct PackagePartTests {
     @Test func partsFromABuiltPackage() throws {
         var builder = PackageBuilder()
         builder.application = PackageBuilder.Image(stem: "app", bytes: testBytes(5000, seed: 4))
