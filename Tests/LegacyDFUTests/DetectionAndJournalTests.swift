@@ -126,3 +126,26 @@ import Testing
         #expect(rerun.journal.restarts.map(\.code).contains("device-reset"))
     }
 }
+
+/// Firmware/*.json with `"family": "legacy"` are the reference profiles, field for field.
+@Suite struct LegacyProfileFileTests {
+    static let firmware = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Firmware")
+
+    @Test(arguments: ["sdk11-nrf51", "sdk11-nrf52", "adafruit-feather52832", "adafruit-feather52840", "pinetime", "sdk6-nrf51"])
+    func profileFile(name: String) throws {
+        let data = try Data(contentsOf: Self.firmware.appendingPathComponent("\(name).json"))
+        let profile = try JSONDecoder().decode(LegacyDeviceProfile.self, from: data)
+        #expect(profile.family == "legacy")
+        let reference: LegacyDeviceProfile =
+            switch name {
+            case "sdk11-nrf51": .sdk11NRF51(address: profile.address)
+            case "sdk11-nrf52": .sdk11NRF52(address: profile.address)
+            case "adafruit-feather52832": .adafruitNRF52832(address: profile.address)
+            case "adafruit-feather52840": .adafruitNRF52840(address: profile.address)
+            case "pinetime": .pineTime(address: profile.address)
+            default: .sdk6NRF51(address: profile.address)
+            }
+        #expect(profile == reference)
+    }
+}
