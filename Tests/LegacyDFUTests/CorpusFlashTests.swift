@@ -107,3 +107,28 @@ enum LegacyCorpus {
         #expect(flashed == packages.count)
     }
 }
+
+/// The Legacy samples in Firmware/samples go onto their Firmware/*.json profiles (application first, jump, every
+/// part) and end byte for byte on them.
+@Suite struct LegacySampleTests {
+    @Test(arguments: [
+        ("sdk11-nrf51-app-v2.zip", "sdk11-nrf51"), ("sdk11-nrf52-sd-bl-app.zip", "sdk11-nrf52"),
+        ("adafruit-feather52832-app-v2.zip", "adafruit-feather52832"), ("pinetime-app-v2.zip", "pinetime"),
+    ])
+    func sampleOnItsProfile(sample: String, profileName: String) async throws {
+        let firmware = LegacyProfileFileTests.firmware
+        let package = try FirmwarePackage(contentsOf: firmware.appendingPathComponent("samples/\(sample)"))
+        var profile = try JSONDecoder().decode(
+            LegacyDeviceProfile.self, from: try Data(contentsOf: firmware.appendingPathComponent("\(profileName).json")))
+        profile.speedup = .infinity
+        let parts = try LegacyPart.parts(of: package)
+        let device = VirtualLegacyDevice(profile: profile, clock: ContinuousClock())
+        var harness = LegacyHarness(device: device)
+        try await harness.update(parts)
+        let state = await device.state()
+        for part in parts { #expect(LegacyEndToEnd.holds(state, part), "\(sample) \(part.name)") }
+        #expect(state.mode == .application)
+        #expect(harness.misplaced.isEmpty, "\(harness.misplaced)")
+        if parts.count == 2 { #expect(state.softdeviceFWID == 0x81) }  // read from the new SoftDevice's info structure
+    }
+}
