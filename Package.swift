@@ -159,6 +159,11 @@ var targets: [Target] = [
     ),
     .executableTarget(name: "FuzzCBOR", dependencies: ["CBOR", "MCUmgr", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(name: "FuzzPlan", dependencies: ["Fleet", "FuzzSupport"], swiftSettings: swiftSettings),
+    .executableTarget(
+        name: "FuzzLegacyDFU",
+        dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "BLECore", "FuzzSupport"],
+        swiftSettings: swiftSettings
+    ),
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
         name: "FuzzFaultCampaign",
