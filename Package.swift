@@ -53,12 +53,15 @@ var targets: [Target] = [
         exclude: ["Proto"],  // dfu-cc*.proto; tools/generate-protobuf writes Generated/*.pb.swift from them
         swiftSettings: swiftSettings
     ),
+    // Layer 5': the family seam (docs/architecture.md): the protocol every DFU family implements, its events,
+    // errors, journal and locations. Pure, protocol-neutral.
+    .target(name: "DFUCore", dependencies: ["BLECore", "GATT", log], swiftSettings: swiftSettings),
     // Layer 6: Secure DFU wire protocol (control point messages, result codes), pure.
     .target(name: "DFUProtocol", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 7: the Secure DFU engine (state machine, pacing, driver actor), pure.
     .target(
         name: "SecureDFU",
-        dependencies: ["BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", log],
+        dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUProtocol", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
@@ -87,7 +90,11 @@ var targets: [Target] = [
     // Layer 7'': MCUmgr SMP (framing, groups, the BLE transport, the upload engine and update flows), pure.
     .target(
         name: "MCUmgr",
-        dependencies: ["BLECore", "ATT", "GATT", "CBOR", .product(name: "Crypto", package: "swift-crypto"), log],
+        dependencies: [
+            "BLECore", "ATT", "GATT", "CBOR", "DFUCore", "DFUPackage", "MCUbootImage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            log,
+        ],
         swiftSettings: swiftSettings
     ),
     // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
@@ -101,12 +108,28 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
+    // Layer 8': the updater, as a library: one update of one device, any family (docs/library.md).
+    .target(
+        name: "BledfuKit",
+        dependencies: [
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "MCUmgr", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SystemPackage", package: "swift-system"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
+    // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
+    .target(
+        name: "BledfuTestSupport",
+        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio", "PlatformIO"],
+        swiftSettings: swiftSettings
+    ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
     .target(
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "SecureDFU", "DFUSimulator", "Fleet", "CBOR", "MCUmgr", "MCUbootImage",
+            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
@@ -133,7 +156,10 @@ var targets: [Target] = [
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
         name: "FuzzFaultCampaign",
-        dependencies: ["SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore"],
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore",
+            "PlatformIO",
+        ],
         swiftSettings: swiftSettings
     ),
 
@@ -150,6 +176,15 @@ var targets: [Target] = [
         dependencies: ["PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "BLECore", "ATT", "GATT"],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
+    .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "GATT", "BLECore"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "BledfuKitTests",
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "MCUmgr", "MCUbootImage",
+        ],
+        swiftSettings: swiftSettings
+    ),
     .testTarget(name: "DFUProtocolTests", dependencies: ["DFUProtocol", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "DFUPackageTests",
@@ -158,7 +193,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "SecureDFUTests",
-        dependencies: ["SecureDFU", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
+        dependencies: ["SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -188,7 +223,7 @@ var targets: [Target] = [
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "BledfuCLI", "bledfu", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
             "VirtualRadio", "Fleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],

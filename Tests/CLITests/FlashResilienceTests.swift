@@ -1,3 +1,5 @@
+import DFUCore
+import BledfuKit
 import Foundation
 import SecureDFU
 import Testing
@@ -56,7 +58,7 @@ import Testing
             let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state)
             var executed = 0
             for _ in 0..<4000 where executed < objects && flash.isRunning {
-                executed = JournalFileStore.all(in: state).first?.file.journal.executed.count ?? 0
+                executed = (try? JournalFileStore.all(in: state).first?.file.journal.resume?.decode(SecureResume.self).executed.count) ?? 0
                 usleep(2_000)
             }
             usleep(extraMicroseconds)
