@@ -96,7 +96,11 @@ var targets: [Target] = [
     // Layer 7'': MCUmgr SMP (framing, groups, the BLE transport, the upload engine and update flows), pure.
     .target(
         name: "MCUmgr",
-        dependencies: ["BLECore", "ATT", "GATT", "CBOR", .product(name: "Crypto", package: "swift-crypto"), log],
+        dependencies: [
+            "BLECore", "ATT", "GATT", "CBOR", "DFUCore", "DFUPackage", "MCUbootImage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            log,
+        ],
         swiftSettings: swiftSettings
     ),
     // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
@@ -114,7 +118,7 @@ var targets: [Target] = [
     .target(
         name: "BledfuKit",
         dependencies: [
-            "BLECore", "GATT", "DFUCore", "SecureDFU", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "MCUmgr", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"), log,
         ],
         swiftSettings: swiftSettings
@@ -192,6 +196,7 @@ var targets: [Target] = [
         name: "BledfuKitTests",
         dependencies: [
             "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "MCUmgr", "MCUbootImage",
         ],
         swiftSettings: swiftSettings
     ),
