@@ -123,6 +123,7 @@ struct FlashCommand: AsyncParsableCommand {
 
 /// Runs a flash session with Ctrl-C handling and the summary; throws a ``CLIError`` on failure.
 func runFlash(_ settings: FlashSettings) async throws {
+    if settings.json { ReaderWatch.start() }
     let session = FlashSession(settings: settings, adapter: try makeFlashAdapter(settings.adapter))
     let interrupts = InterruptHandler {
         Task {
