@@ -52,17 +52,21 @@ struct LineCLITests {
         await log.close()
         #expect(records.count == 24)
         #expect(Set(records.map(\.address)).count == 24)
+        // A device whose update the killed station's child completed just before the kill is found at the target
+        // version by the station that takes it over, and recorded as skipped: it is never updated twice.
         for record in records {
-            #expect(record.status == .done, "\(record.address): \(record.status) \(record.error ?? "")")
+            #expect(record.status == .done || record.status == .skipped, "\(record.address): \(record.status) \(record.error ?? "")")
             #expect(record.versionAfter == 2)
-            #expect(attempts.filter { $0.address == record.address && $0.result == .done }.count == 1, "\(record.address) done twice")
+            let finals = attempts.filter { $0.address == record.address && ($0.result == .done || $0.result == .skipped) }
+            #expect(finals.count == 1, "\(record.address): \(finals.map(\.result))")
             #expect(!attempts.contains { $0.address == record.address && $0.result == .running })
         }
         let cut = attempts.filter { $0.result == .interrupted }
         #expect(!cut.isEmpty && cut.allSatisfy { $0.station == "s2" }, "\(cut.map { "\($0.address) \($0.station ?? "-")" })")
         for attempt in cut {
             let later = attempts.filter { $0.address == attempt.address && $0.id > attempt.id }
-            #expect(later.contains { $0.result == .done && $0.station != "s2" }, "\(attempt.address) was taken over")
+            #expect(later.contains { ($0.result == .done || $0.result == .skipped) && $0.station != "s2" }, "\(attempt.address) was taken over")
+            #expect(attempt.error?.contains("station s2 stopped renewing its claim") == true, "\(attempt.error ?? "-")")
         }
         #expect(Set(attempts.compactMap(\.station)) == ["s1", "s2", "s3"])
 

@@ -36,13 +36,19 @@ struct BatchReport: AsyncParsableCommand {
         }
         let batch = line ?? plan.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         let text: String
+        let log: BatchLog
         do {
-            let log = try await BatchLog.open(location: database)
+            log = try await BatchLog.open(location: database)
+        } catch {
+            throw CLIError(error)
+        }
+        do {
             let records = try await log.devices(batch: batch, station: station)
             let attempts = try await log.attempts(batch: batch, station: station)
             await log.close()
             text = BatchExport.render(records, attempts: attempts, as: format.fleet)
         } catch {
+            await log.close()
             throw CLIError(error)
         }
         if let output {

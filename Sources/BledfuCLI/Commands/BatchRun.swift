@@ -60,6 +60,19 @@ struct BatchRun: AsyncParsableCommand {
         } catch {
             throw CLIError(error)
         }
+        // The connection is closed on every way out (PostgreSQL: the server sees a clean goodbye).
+        do {
+            try await runStation(plan: plan, packages: packages, planURL: planURL, database: database, state: state, log: log)
+        } catch {
+            await log.close()
+            throw error
+        }
+        await log.close()
+    }
+
+    func runStation(plan: BatchPlan, packages: [String: PackageInfo], planURL: URL, database: String, state: URL, log: BatchLog)
+        async throws
+    {
         let console = BatchConsole(json: json)
         let shared = PostgresURL.isPostgres(database)
         let batchName = line ?? plan.lineName ?? (shared ? "line" : planURL.path)

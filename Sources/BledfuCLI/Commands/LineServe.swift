@@ -45,7 +45,9 @@ struct LineServe: AsyncParsableCommand {
                 Console.errorRaw("bledfu line serve: http://\(shown):\(bound)/ (read-only; Ctrl-C stops)")
             }
         } catch {
+            await log.close()
             throw CLIError("cannot serve on \(listen): \(error)", exitCode: BledfuExit.failure)
         }
+        await log.close()
     }
 }

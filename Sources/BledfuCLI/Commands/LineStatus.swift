@@ -19,6 +19,7 @@ struct LineStatus: AsyncParsableCommand {
         do {
             snapshot = try await log.snapshot(batch: options.line, at: Date())
         } catch {
+            await log.close()
             throw CLIError(error)
         }
         await log.close()
