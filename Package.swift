@@ -165,7 +165,9 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "FleetTests",
-        dependencies: ["Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore"],
+        dependencies: [
+            "Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(

@@ -25,6 +25,8 @@ extension BatchScheduler {
         private var failures = 0
         private var stopped = false
         private var logError: BatchLogError?
+        /// When the heartbeat last succeeded (the run's start counts as one).
+        private let lastBeat: BeatTracker
         /// The latest progress of each device this station runs (the heartbeat stores it).
         private let progress: ProgressTable
 
@@ -47,6 +49,7 @@ extension BatchScheduler {
             self.classes = classes
             self.names = names
             free = scheduler.plan.adapters.map(\.connections)
+            lastBeat = BeatTracker(scheduler.now())
         }
 
         var plan: BatchPlan { scheduler.plan }
@@ -55,6 +58,8 @@ extension BatchScheduler {
 
         mutating func run() async throws(BatchLogError) {
             let worker = scheduler
+            let watchdog = Self.watchdog(worker, lastBeat)
+            defer { watchdog.cancel() }
             await withTaskGroup(of: Step.self) { group in
                 group.addTask { await Self.wait(worker.clock, Self.heartbeatInterval(worker.station), .heartbeat) }
                 var looking = false
@@ -202,12 +207,14 @@ extension BatchScheduler {
             }
         }
 
-        /// Renews the leases and stores the progress; a device another station took over is reported.
+        /// Renews the leases and stores the progress; a device another station took over is reported. When renewing
+        /// has failed for three quarters of the lease, the station's claims are about to lapse: ``leaseLost``.
         func beat() async {
             let snapshot = progress.table.withLock { $0 }
+            let now = scheduler.now()
             do {
-                let lost = try await log.heartbeat(
-                    batch: scheduler.batch, station: station.name, lease: station.lease, progress: snapshot, at: scheduler.now())
+                let lost = try await log.heartbeat(batch: scheduler.batch, station: station.name, lease: station.lease, progress: snapshot, at: now)
+                lastBeat.last.withLock { $0 = now }
                 for address in lost.sorted() {
                     scheduler.events(.message("\(address): another station took this device over (this station's lease ran out)"))
                 }
@@ -216,7 +223,36 @@ extension BatchScheduler {
             }
             await scheduler.afterHeartbeat()
         }
+
+        /// Watches the heartbeat from outside the loop (which may itself hang on a dead database connection): once no
+        /// heartbeat has succeeded for 0.6 of the lease, the claims are about to lapse and ``leaseLost`` is called.
+        /// Looks every quarter of the lease, so it fires before the lease runs out.
+        static func watchdog(_ scheduler: BatchScheduler, _ lastBeat: BeatTracker) -> Task<Void, Never> {
+            let lease = scheduler.station.lease
+            return Task {
+                while true {
+                    do {
+                        try await scheduler.clock.sleep(for: .milliseconds(Int64(lease * 250)))
+                    } catch {
+                        return
+                    }
+                    let silent = scheduler.now().timeIntervalSince(lastBeat.last.withLock { $0 })
+                    if silent >= lease * 0.6 {
+                        scheduler.leaseLost(
+                            "the line database has not taken a heartbeat for \(Int(silent)) s (lease \(Int(lease)) s): this station stops "
+                                + "so that the others can take its devices over")
+                        return
+                    }
+                }
+            }
+        }
     }
+}
+
+/// When the heartbeat last succeeded, shared by the loop and its watchdog.
+final class BeatTracker: Sendable {
+    let last: Mutex<Date>
+    init(_ date: Date) { last = Mutex(date) }
 }
 
 /// The latest progress per in-flight device, shared by the event hook and the heartbeat.

@@ -62,6 +62,10 @@ public struct BatchScheduler: Sendable {
     public var isRunning: @Sendable (Int) -> Bool = { _ in true }
     /// Called after each heartbeat (the CLI copies the in-flight devices' journals into the store there).
     public var afterHeartbeat: @Sendable () async -> Void = {}
+    /// Called when no heartbeat has succeeded for 0.6 of the lease: the station can no longer hold its
+    /// claims, and another station will take its devices over soon. The CLI stops the station at once there (its
+    /// `bledfu flash` children stop with it), so that no device is worked on by two stations.
+    public var leaseLost: @Sendable (String) -> Void = { _ in }
     public var events: @Sendable (BatchEvent) -> Void = { _ in }
     /// Polled before each device starts: true stops the line (Ctrl-C); running devices finish.
     public var shouldStop: @Sendable () -> Bool = { false }

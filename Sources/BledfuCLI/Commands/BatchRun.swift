@@ -99,6 +99,11 @@ struct BatchRun: AsyncParsableCommand {
             log: log, batch: batchName, station: stationInfo)
         scheduler.isRunning = LineStation.isRunning
         scheduler.afterHeartbeat = { await journals.pushInFlight() }
+        scheduler.leaseLost = { reason in
+            // Exiting closes the children's event pipes: each `bledfu flash` child stops at once (ReaderWatch).
+            Console.errorRaw("bledfu: error: \(reason)")
+            Foundation.exit(BatchExit.databaseError)
+        }
         scheduler.force = force
         if force { scheduler.plan.policies.skipAtTargetVersion = false }
         scheduler.events = { console.handle($0) }
