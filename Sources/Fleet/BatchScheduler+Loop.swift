@@ -230,6 +230,7 @@ extension BatchScheduler {
         static func watchdog(_ scheduler: BatchScheduler, _ lastBeat: BeatTracker) -> Task<Void, Never> {
             let lease = scheduler.station.lease
             return Task {
+                var told = false
                 while true {
                     do {
                         try await scheduler.clock.sleep(for: .milliseconds(Int64(lease * 250)))
@@ -237,11 +238,11 @@ extension BatchScheduler {
                         return
                     }
                     let silent = scheduler.now().timeIntervalSince(lastBeat.last.withLock { $0 })
-                    if silent >= lease * 0.6 {
+                    if silent >= lease * 0.6, !told {
+                        told = true
                         scheduler.leaseLost(
                             "the line database has not taken a heartbeat for \(Int(silent)) s (lease \(Int(lease)) s): this station stops "
                                 + "so that the others can take its devices over")
-                        return
                     }
                 }
             }

@@ -106,6 +106,22 @@ struct LineCLITests {
             }
         }
         #expect(handedOver >= 1, "a device of the killed station was finished by another")
+
+        // The line at a glance, and the reports for the line and for one station.
+        let status = try CLIRunner.run(["line", "status", "--db", database.url])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("stations: 0 alive of 3"), "\(status.stdout)")
+        let done = records.filter { $0.status == .done }.count
+        #expect(status.stdout.contains("devices: 24: done \(done), skipped \(24 - done), failed 0, in flight 0, pending 0"), "\(status.stdout)")
+        #expect(status.stdout.contains("yield 100.0 %"), "\(status.stdout)")
+        #expect(!status.stdout.contains(database.base.password ?? "\u{0}"), "no password")
+        let lineCSV = try CLIRunner.run(["batch", "report", "--db", database.url])
+        #expect(lineCSV.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == 25)
+        let mine = try CLIRunner.run(["batch", "report", "--db", database.url, "--station", "s1", "--format", "json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(mine.stdout.utf8)) as? [String: Any])
+        let devices = try #require(object["devices"] as? [[String: Any]])
+        #expect(devices.count == records.filter { $0.station == "s1" }.count && !devices.isEmpty)
+        #expect(devices.allSatisfy { (($0["record"] as? [String: Any])?["station"] as? String) == "s1" })
         await database.drop()
     }
 
