@@ -1,4 +1,5 @@
 import BLECore
+import BledfuKit
 import Fleet
 import Foundation
 import SecureDFU

@@ -162,8 +162,9 @@ final class SimulatorHost: Sendable {
             // Which process connected (SO_PEERCRED) and its parent: the line's tests prove from these lines that no
             // two stations updated one device at once.
             let peer = PeerProcess(bearer)
+            await endpoint.connected()
             events.emit("connected", device: running.spec, address: advertisement.peer.address, peer: peer)
-            await device.serve(bearer)
+            await device.serve(endpoint.link(bearer))
             await endpoint.linkEnded(bearer)
             _ = shared.withLock { $0.connections.removeValue(forKey: identity) }
             events.emit("disconnected", device: running.spec, address: advertisement.peer.address, peer: peer)

@@ -11,7 +11,7 @@ import VirtualRadio
 
 /// Issue 5 item 11, faults: a disconnect at every protocol step and at 100 seeded offsets, silent drops, a stalling
 /// device. In-process (socketpairs, ``Campaign``), deterministic for the seeds below.
-@Suite struct CampaignFaultTests {
+@Suite(.timeLimit(.minutes(5))) struct CampaignFaultTests {
     /// The devices of the disconnect campaign: the stock bracelet (no progress saved: a disconnect rewinds it to the
     /// init packet), the bracelet with `NRF_DFU_SAVE_PROGRESS_IN_FLASH`, and the sensor (saves progress, 2M PHY).
     static let devices: [DeviceSpec] = [

@@ -259,7 +259,7 @@ enum Campaign {
     }
 }
 
-@Suite struct CampaignHarnessTests {
+@Suite(.timeLimit(.minutes(5))) struct CampaignHarnessTests {
     /// The harness itself: a clean update over a socketpair installs the image, sends it once, needs no reconnect.
     @Test func cleanUpdateSendsEveryByteOnce() async throws {
         let package = try Campaign.package("Firmware/samples/bracelet-app-v2.zip")

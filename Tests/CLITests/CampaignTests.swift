@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 5 item 11, packages: every sample on both reference profiles, every Secure package of the corpus that
 /// fits a virtual profile. In-process (socketpairs, ``Campaign``).
-@Suite struct CampaignPackageTests {
+@Suite(.timeLimit(.minutes(5))) struct CampaignPackageTests {
     static let samples: [(package: String, target: String)] = [
         ("bracelet-app-v1.zip", "bracelet"), ("bracelet-app-v2.zip", "bracelet"), ("bracelet-sd-bl-v2.zip", "bracelet"),
         ("sensor-app-v1.zip", "sensor"), ("sensor-app-v2.zip", "sensor"),

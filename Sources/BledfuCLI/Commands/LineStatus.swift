@@ -1,4 +1,5 @@
 import ArgumentParser
+import BledfuKit
 import Fleet
 import Foundation
 import LineStore

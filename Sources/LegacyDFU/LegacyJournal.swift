@@ -1,0 +1,112 @@
+/// What a Legacy update records across connections and runs: the family's journal payload.
+///
+/// Legacy DFU cannot resume inside an image: a lost link, a refused packet, a failed validation or a killed tool
+/// restarts the image from zero. The journal records which parts are installed (a multi-part package goes on with
+/// the next part, never sends an installed one again) and every restart: which part, why, how many bytes were sent
+/// for nothing. Stored as JSON (`Codable`):
+///
+///     {"part_index":1,"restarts":[{"part":1,"code":"disconnected","reason":"link lost after 8192 of 22076 bytes…",
+///      "bytes_resent":8192}]}
+public struct LegacyJournal: Codable, Hashable, Sendable {
+    /// One image sent again from zero.
+    public struct Restart: Codable, Hashable, Sendable {
+        public var part: Int
+        /// The ``LegacyDFUError/Code`` that ended the attempt ("disconnected", "bytes-lost", "device-reset", …).
+        public var code: String
+        public var reason: String
+        /// Bytes of the part that the lost attempt had sent (sent again by the next one).
+        public var bytesResent: Int
+
+        public init(part: Int, code: String, reason: String, bytesResent: Int) {
+            self.part = part
+            self.code = code
+            self.reason = reason
+            self.bytesResent = bytesResent
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case part, code, reason
+            case bytesResent = "bytes_resent"
+        }
+    }
+
+    /// The part being sent; the parts before it are installed.
+    public var partIndex: Int
+    public var restarts: [Restart]
+
+    public init(partIndex: Int = 0, restarts: [Restart] = []) {
+        self.partIndex = partIndex
+        self.restarts = restarts
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case partIndex = "part_index"
+        case restarts
+    }
+
+    /// Records an attempt at `part` that ended in `error` after `bytesSent` bytes.
+    public mutating func recordRestart(part: Int, error: LegacyDFUError, bytesSent: Int) {
+        restarts.append(Restart(part: part, code: error.code.rawValue, reason: error.reason, bytesResent: bytesSent))
+    }
+
+    /// The part at `index` is installed: the next run starts with the part after it.
+    public mutating func partInstalled(_ index: Int) { partIndex = max(partIndex, index + 1) }
+
+    public var bytesResent: Int { restarts.reduce(0) { $0 + $1.bytesResent } }
+
+    /// Restarts of `part` so far, and how many of them were failed validations.
+    public func restarts(of part: Int) -> (all: Int, validation: Int) {
+        let mine = restarts.filter { $0.part == part }
+        return (mine.count, mine.filter { $0.reason.hasPrefix("Validate") }.count)
+    }
+
+    /// For the summary: "restarted 2 times, 8200 bytes sent again (link lost ×1, packets lost ×1)", or nil.
+    public var summary: String? {
+        guard !restarts.isEmpty else { return nil }
+        var counts: [(String, Int)] = []
+        for restart in restarts {
+            let why = Self.label(restart)
+            if let index = counts.firstIndex(where: { $0.0 == why }) { counts[index].1 += 1 } else { counts.append((why, 1)) }
+        }
+        let reasons = counts.map { "\($0.0) ×\($0.1)" }.joined(separator: ", ")
+        let times = restarts.count == 1 ? "once" : "\(restarts.count) times"
+        return "restarted \(times), \(bytesResent) bytes sent again (\(reasons))"
+    }
+
+    static func label(_ restart: Restart) -> String {
+        switch restart.code {
+        case LegacyDFUError.Code.disconnected.rawValue: "link lost"
+        case LegacyDFUError.Code.bytesLost.rawValue: "packets lost"
+        case LegacyDFUError.Code.deviceReset.rawValue where restart.reason.hasPrefix("Validate"): "validation failed"
+        case LegacyDFUError.Code.deviceReset.rawValue: "device busy with an earlier transfer"
+        case "killed": "tool stopped"
+        default: restart.code
+        }
+    }
+}
+
+/// How often a part may start again from zero before the update gives up (issue point 4: bounded by the
+/// reconnect policy). A failed validation is repeated once at most: twice means the package does not fit the device.
+public struct LegacyRestartPolicy: Hashable, Sendable {
+    public var maximumRestarts: Int
+    public var maximumValidationFailures: Int
+
+    public init(maximumRestarts: Int = 5, maximumValidationFailures: Int = 2) {
+        self.maximumRestarts = max(0, maximumRestarts)
+        self.maximumValidationFailures = max(1, maximumValidationFailures)
+    }
+
+    /// Whether `part` may start again after `error`, given what the journal (which already holds this failure)
+    /// says. Nil when it may; otherwise the error to end the update with.
+    public func verdict(_ journal: LegacyJournal, part: Int, after error: LegacyDFUError) -> LegacyDFUError? {
+        guard error.restartsFromZero else { return error }
+        let counts = journal.restarts(of: part)
+        if counts.validation >= maximumValidationFailures {
+            return LegacyDFUError(.gaveUp, "gave up after \(counts.validation) failed validations; last: \(error.reason)", status: error.status)
+        }
+        if counts.all > maximumRestarts {
+            return LegacyDFUError(.gaveUp, "gave up after \(counts.all) restarts of the image; last: \(error.reason)", status: error.status)
+        }
+        return nil
+    }
+}
