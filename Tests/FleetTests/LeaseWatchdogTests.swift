@@ -8,7 +8,7 @@ import Testing
 
 /// A station whose heartbeat no longer reaches the database must stop before its lease runs out: the watchdog calls
 /// `leaseLost` once no heartbeat has succeeded for 0.6 of the lease, on the injected clock (no real waiting).
-@Suite(.timeLimit(.minutes(1))) struct LeaseWatchdogTests {
+@Suite(.timeLimit(.minutes(3))) struct LeaseWatchdogTests {
     /// Holds every flash until released, and says when one started.
     final class GateFlasher: DeviceFlasher {
         let started = AsyncStream<Void>.makeStream()
