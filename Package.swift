@@ -110,7 +110,26 @@ var targets: [Target] = [
             "BLECore", "DFUProtocol", "DFUPackage", "SecureDFU",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Yams", package: "Yams"),
+            .product(name: "Crypto", package: "swift-crypto"),
             log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 8': the line's shared store on PostgreSQL (PostgresNIO): the batch log's second dialect.
+    .target(
+        name: "LineStore",
+        dependencies: [
+            "Fleet", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 8'': the read-only line dashboard (Hummingbird), kept apart so the server stack builds only here.
+    .target(
+        name: "LineDashboard",
+        dependencies: [
+            "Fleet", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"), log,
         ],
         swiftSettings: swiftSettings
     ),
@@ -135,7 +154,8 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage",
+            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage", "LineStore",
+            "LineDashboard",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
@@ -237,14 +257,26 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "FleetTests",
-        dependencies: ["Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore"],
+        dependencies: [
+            "Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "LineStoreTests",
+        dependencies: ["LineStore", "Fleet", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "LineDashboardTests",
+        dependencies: ["LineDashboard", "Fleet"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "CLITests",
         dependencies: [
             "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Fleet",
+            "VirtualRadio", "Fleet", "LineStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings
@@ -292,6 +324,10 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: targets
 )

@@ -15,7 +15,7 @@ import Synchronization
 /// flash's console output (written for one device) stays out of the live view. When the batch process dies (kill
 /// -9), each child dies at its next event (EPIPE on its standard output); its journal lets the next run resume.
 /// A child that prints nothing for the plan's `flash.stall_timeout` (a hung child, a stopped one, a device that holds
-/// it in a call the flash does not bound) is killed (SIGKILL) and the attempt fails with exit code 56; the journal
+/// it in a call the flash does not bound) is killed (SIGKILL) and the attempt fails with exit code 59; the journal
 /// again lets a retry resume.
 struct ProcessFlasher: DeviceFlasher {
     /// The `bledfu` executable the children run.

@@ -23,6 +23,9 @@ struct CLIRunner {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
+    /// `out/` at the repository's root (ignored by git): screenshots and other artefacts a test keeps.
+    static var outputDirectory: URL { repositoryRoot.appendingPathComponent("out") }
+
     @discardableResult
     static func run(
         _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
