@@ -126,12 +126,15 @@ extension FlashSession {
     func findAndConnect(_ target: BootloaderTarget, exitCode: Int32) async throws(CLIError) -> (OpenConnection, PeerAddress) {
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(settings.scanTimeout * 1000)))
         var lastError: CLIError?
+        var seen: [String] = []  // what did advertise meanwhile, for the message when the bootloader is not found
         while ContinuousClock.now < deadline {
             var found: PeerAddress?
             do {
                 let remaining = ContinuousClock.now.duration(to: deadline)
                 for try await advertisement in adapter.scan(filter: ScanFilter(), duration: remaining) {
                     let name = advertisement.parsed.name
+                    let label = advertisement.peer.address.description + (name.map { " (\($0))" } ?? "")
+                    if !seen.contains(label) { seen.append(label) }
                     let byName = target.name != nil && name == target.name
                     if byName || target.addresses.contains(advertisement.peer.address) {
                         found = advertisement.peer
@@ -143,6 +146,7 @@ extension FlashSession {
                 }
             } catch {
                 // Scanning may need privileges the connection does not: try the addresses themselves.
+                lastError = CLIError("scanning failed: \(error)", exitCode: exitCode)
                 for address in target.addresses {
                     if let connection = try? await connect(PeerAddress(address, type: target.type)) {
                         return (connection, PeerAddress(address, type: target.type))
@@ -160,8 +164,10 @@ extension FlashSession {
             }
         }
         let what = ([target.name].compactMap { $0 } + target.addresses.map(\.description)).joined(separator: " or ")
+        let others = seen.isEmpty ? "nothing advertised" : "advertising meanwhile: " + seen.joined(separator: ", ")
         throw CLIError(
-            "no DFU bootloader found (\(what)) within \(settings.scanTimeout) s" + (lastError.map { ": \($0.message)" } ?? ""),
+            "no DFU bootloader found (\(what)) within \(settings.scanTimeout) s (\(others))"
+                + (lastError.map { ": \($0.message)" } ?? ""),
             exitCode: exitCode)
     }
 }
