@@ -62,7 +62,7 @@ public enum BledfuExit {
     static let batchTable: [(Int32, String)] = {
         let batch = BatchExit.table.filter { (50...59).contains($0.0) }.map { ($0.0, "batch: " + $0.1) }
         let bench = [(BatchExit.benchGoalMissed, "bench batch: the parallel/alone ratio is above --max-ratio")]
-        return batch + bench.filter { extra in !batch.contains { $0.0 == extra.0 } }
+        return (batch + bench.filter { extra in !batch.contains { $0.0 == extra.0 } }).sorted { $0.0 < $1.0 }
     }()
 
     public static var helpText: String {

@@ -159,12 +159,15 @@ final class SimulatorHost: Sendable {
                 bearer.closeNow()
                 return nil
             }
+            // Which process connected (SO_PEERCRED) and its parent: the line's tests prove from these lines that no
+            // two stations updated one device at once.
+            let peer = PeerProcess(bearer)
             await endpoint.connected()
-            events.emit("connected", device: running.spec, address: advertisement.peer.address)
+            events.emit("connected", device: running.spec, address: advertisement.peer.address, peer: peer)
             await device.serve(endpoint.link(bearer))
             await endpoint.linkEnded(bearer)
             _ = shared.withLock { $0.connections.removeValue(forKey: identity) }
-            events.emit("disconnected", device: running.spec, address: advertisement.peer.address)
+            events.emit("disconnected", device: running.spec, address: advertisement.peer.address, peer: peer)
         }
         return nil
     }
@@ -203,12 +206,20 @@ final class SimulatorHost: Sendable {
 struct SimulatorEvents: Sendable {
     var json: Bool
 
-    func emit(_ event: String, device: SimulatedDeviceSpec?, address: BluetoothAddress, name: String? = nil) {
+    func emit(_ event: String, device: SimulatedDeviceSpec?, address: BluetoothAddress, name: String? = nil, peer: PeerProcess? = nil) {
         let label = name ?? device?.profile.name ?? ""
         if json {
-            Console.json(["event": event, "address": address.description, "name": label])
+            var object: [String: any Sendable] = ["event": event, "address": address.description, "name": label]
+            if let device { object["identity"] = device.identity.description }
+            if let peer {
+                object["pid"] = Int(peer.pid)
+                if let parent = peer.parent { object["parent_pid"] = Int(parent) }
+                object["at_us"] = Int(system_realtimeMicroseconds())
+            }
+            Console.json(object)
         } else {
-            Console.errorRaw("bledfu simulate: \(label) \(address) \(event)")
+            let who = peer.map { " (pid \($0.pid)\($0.parent.map { ", parent \($0)" } ?? ""))" } ?? ""
+            Console.errorRaw("bledfu simulate: \(label) \(address) \(event)\(who)")
         }
     }
 
@@ -283,5 +294,21 @@ final class StatusReporter: Sendable {
             }
             if !repeated { events.failure(message) }
         }
+    }
+}
+
+/// The process at the other end of a virtual link (SO_PEERCRED) and its parent (from /proc/PID/stat, read while the
+/// connecting process runs).
+struct PeerProcess: Sendable {
+    var pid: Int32
+    var parent: Int32?
+
+    init?(_ bearer: SocketBearer) {
+        guard let pid = try? bearer.socket?.peerProcessID(), pid > 0 else { return nil }
+        self.pid = pid
+        // Field 4 of /proc/PID/stat, after the command name in parentheses (which may hold spaces).
+        let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+        parent = fields.count > 1 ? Int32(fields[1]) : nil
     }
 }
