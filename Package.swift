@@ -96,7 +96,11 @@ var targets: [Target] = [
     // Layer 7'': MCUmgr SMP (framing, groups, the BLE transport, the upload engine and update flows), pure.
     .target(
         name: "MCUmgr",
-        dependencies: ["BLECore", "ATT", "GATT", "CBOR", .product(name: "Crypto", package: "swift-crypto"), log],
+        dependencies: [
+            "BLECore", "ATT", "GATT", "CBOR", "DFUCore", "DFUPackage", "MCUbootImage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            log,
+        ],
         swiftSettings: swiftSettings
     ),
     // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
@@ -133,7 +137,7 @@ var targets: [Target] = [
     .target(
         name: "BledfuKit",
         dependencies: [
-            "BLECore", "GATT", "DFUCore", "SecureDFU", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "MCUmgr", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"), log,
         ],
         swiftSettings: swiftSettings
@@ -142,7 +146,7 @@ var targets: [Target] = [
     // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
     .target(
         name: "BledfuTestSupport",
-        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio"],
+        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio", "PlatformIO"],
         swiftSettings: swiftSettings
     ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
@@ -160,6 +164,10 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
+    // docs/library.md's example: a Swift program that flashes a virtual device with the public API only.
+    .executableTarget(
+        name: "FlashVirtualDevice", dependencies: ["BledfuKit", "VirtualRadio"], path: "Examples/FlashVirtualDevice",
+        swiftSettings: swiftSettings),
     // The libFuzzer entry point the fuzz targets share (libFuzzer's driver, or a crash-file replayer).
     .target(name: "FuzzSupport", swiftSettings: swiftSettings),
     // libFuzzer target for DFUPackage (tools/fuzz-package builds it with -sanitize=fuzzer -DFUZZING).
@@ -175,10 +183,18 @@ var targets: [Target] = [
     ),
     .executableTarget(name: "FuzzCBOR", dependencies: ["CBOR", "MCUmgr", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(name: "FuzzPlan", dependencies: ["Fleet", "FuzzSupport"], swiftSettings: swiftSettings),
+    .executableTarget(
+        name: "FuzzLegacyDFU",
+        dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "BLECore", "FuzzSupport"],
+        swiftSettings: swiftSettings
+    ),
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
         name: "FuzzFaultCampaign",
-        dependencies: ["SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore"],
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore",
+            "PlatformIO",
+        ],
         swiftSettings: swiftSettings
     ),
 
@@ -200,6 +216,7 @@ var targets: [Target] = [
         name: "BledfuKitTests",
         dependencies: [
             "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "MCUmgr", "MCUbootImage",
         ],
         swiftSettings: swiftSettings
     ),
@@ -258,7 +275,7 @@ var targets: [Target] = [
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
             "VirtualRadio", "Fleet", "LineStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
@@ -285,10 +302,19 @@ if let only = Context.environment["BLEDFU_TARGETS"], !only.isEmpty {
     targets = targets.filter { keep.contains($0.name) }
 }
 
+// The executable, and the libraries a Swift program uses (docs/library.md): the updater, the package reader, the
+// transports (BlueZ, the virtual radio).
+var products: [Product] = []
+if targets.contains(where: { $0.name == "bledfu" }) { products.append(.executable(name: "bledfu", targets: ["bledfu"])) }
+for library in ["BledfuKit", "DFUCore", "DFUPackage", "BlueZTransport", "VirtualRadio"]
+where targets.contains(where: { $0.name == library }) {
+    products.append(.library(name: library, targets: [library]))
+}
+
 let package = Package(
     name: "bledfu",
     platforms: [.macOS(.v15)],
-    products: targets.contains { $0.name == "bledfu" } ? [.executable(name: "bledfu", targets: ["bledfu"])] : [],
+    products: products,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),

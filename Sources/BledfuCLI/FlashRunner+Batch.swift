@@ -5,6 +5,7 @@ import DFUProtocol
 import Fleet
 import Foundation
 import GATT
+import PlatformIO
 import Synchronization
 
 /// The line's per-device flash (issue #6): each device runs the whole `bledfu flash` (buttonless jump, multi-part,
@@ -13,6 +14,9 @@ import Synchronization
 /// A child of its own keeps devices apart: one device's crash, hang or noisy output cannot touch another, and the
 /// flash's console output (written for one device) stays out of the live view. When the batch process dies (kill
 /// -9), each child dies at its next event (EPIPE on its standard output); its journal lets the next run resume.
+/// A child that prints nothing for the plan's `flash.stall_timeout` (a hung child, a stopped one, a device that holds
+/// it in a call the flash does not bound) is killed (SIGKILL) and the attempt fails with exit code 59; the journal
+/// again lets a retry resume.
 struct ProcessFlasher: DeviceFlasher {
     /// The `bledfu` executable the children run.
     var executable: URL
@@ -115,6 +119,12 @@ struct ProcessFlasher: DeviceFlasher {
         } catch {
             return FlashOutcome(success: false, error: "cannot start \(executable.path): \(error)", retryable: false)
         }
+        let pid = process.processIdentifier
+        let stallLimit = job.options.effectiveStallTimeout
+        let watchdog = StallWatchdog(limit: .milliseconds(Int64(stallLimit * 1000)), clock: ContinuousClock()) {
+            // The child ends (also a stopped one), its standard output reaches EOF and the waits below end.
+            try? ProcessSignal.killNow(pid)  // ESRCH is success; nothing else can fail for our own child
+        }
         let started = ContinuousClock.now
         let parser = FlashEventParser(total: job.package.totalBytes, progress: progress) { line in
             // Everything but the progress events goes to the device's log too, with the time since the start.
@@ -130,6 +140,7 @@ struct ProcessFlasher: DeviceFlasher {
             while true {
                 let chunk = reader.availableData
                 if chunk.isEmpty { break }
+                watchdog.touch()
                 buffer.append(chunk)
                 while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                     parser.consume(buffer[buffer.startIndex..<newline])
@@ -145,8 +156,19 @@ struct ProcessFlasher: DeviceFlasher {
             status = code
             break
         }
+        let stalled = watchdog.stop()
         // The log is diagnostics only: a failed close loses nothing the database needs.
+        if stalled {
+            log?.write(Data("--- killed: no event for \(Int(stallLimit)) s\n".utf8))
+        }
         try? log?.close()
+        if stalled {
+            return FlashOutcome(
+                success: false,
+                error: "bledfu flash stopped answering (no event for \(Int(stallLimit)) s) and was killed "
+                    + "[exit \(BatchExit.flashStalled)]",
+                exitCode: BatchExit.flashStalled, retryable: true)
+        }
         return parser.outcome(exitStatus: status, logPath: logURL.path)
     }
 }

@@ -58,6 +58,7 @@ struct PartLoop<F: DFUFamily> {
                 // The last step went unacknowledged: the device runs its application if it took effect.
                 unconfirmed = false
                 connection = try await flow.confirmInstalled(location.merged(with: application), session: session)
+                if connection != nil { flow.meter.countLinkLoss() }  // still in the updater: the step never arrived
                 if connection == nil {
                     flow.emit(.message("\(part.name): the device restarted into its application: the last step took effect"))
                     after = .resets(location)
@@ -65,7 +66,9 @@ struct PartLoop<F: DFUFamily> {
             }
             if after == nil {
                 if connection == nil {
-                    let link = try await flow.reconnect(location, after: lastLoss, session: session)
+                    // The device may come back in its updater, or in its application (a power loss on a dual-bank
+                    // device boots the old application): look at both places.
+                    let link = try await flow.reconnect(location.merged(with: application), after: lastLoss, session: session)
                     connection = link
                     location = DeviceLocation(link.peer)
                 }
@@ -182,6 +185,7 @@ struct PartLoop<F: DFUFamily> {
             return
         }
         lastLoss = error
+        flow.meter.countLinkLoss()
         guard budget.linkLost(progressed: journal.confirmedBytes > before) else {
             let attempts = budget.policy.attempts
             let why = attempts == 0 ? "not reconnecting" : "no progress after \(attempts) reconnect episodes"

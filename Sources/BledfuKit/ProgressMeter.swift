@@ -35,6 +35,7 @@ final class ProgressMeter: Sendable {
     func countCheckpoint() { state.withLock { $0.statistics.checkpoints += 1 } }
     func countReconnect() { state.withLock { $0.statistics.reconnects += 1 } }
     func countSkipped() { state.withLock { $0.statistics.partsSkipped += 1 } }
+    func countLinkLoss() { state.withLock { $0.statistics.linkLosses += 1 } }
 
     /// A part starts over one link; `base` bytes of it were confirmed before (a resume).
     func beginRun(base: Int) {

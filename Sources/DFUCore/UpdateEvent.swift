@@ -136,6 +136,9 @@ public struct UpdateStatistics: Sendable, Hashable, Codable {
     public var checkpoints = 0
     public var reconnects = 0
     public var partsSkipped = 0
+    /// Links lost during a transfer (each a reconnect episode, or an unacknowledged last step that had not taken
+    /// effect).
+    public var linkLosses = 0
 
     public init() {}
 

@@ -155,7 +155,10 @@ public enum PlanParser {
 
     static func parseFlash(_ node: Node) throws(PlanError) -> BatchPlan.FlashOptions {
         let fields = try Fields(node, what: "'flash'")
-        try fields.allow(["mode", "keys", "scan_timeout", "reboot_delay", "reconnect_attempts", "timeout", "unique_bootloader_names"])
+        try fields.allow([
+            "mode", "keys", "scan_timeout", "reboot_delay", "reconnect_attempts", "timeout", "unique_bootloader_names",
+            "stall_timeout",
+        ])
         var flash = BatchPlan.FlashOptions()
         flash.mode = try fields.string("mode") ?? flash.mode
         if let keys = fields["keys"] {
@@ -171,6 +174,7 @@ public enum PlanParser {
         flash.reconnectAttempts = try fields.int("reconnect_attempts", in: 0...100) ?? flash.reconnectAttempts
         flash.timeout = try fields.double("timeout", in: 0.1...3600) ?? flash.timeout
         flash.uniqueBootloaderNames = try fields.bool("unique_bootloader_names") ?? flash.uniqueBootloaderNames
+        flash.stallTimeout = try fields.double("stall_timeout", in: 1...3600) ?? flash.stallTimeout
         return flash
     }
 

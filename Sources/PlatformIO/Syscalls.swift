@@ -50,7 +50,7 @@ public func ioResultOrErrno<I: FixedWidthInteger>(_ call: () -> I) -> Result<IOR
 #if ENABLE_MOCKING
 /// Answers a call from the installed mock, or nil when no mock is installed (or it passes this call through).
 @inline(__always)
-private func mocked(
+func mocked(
     _ name: String, _ arguments: [Int], input: UnsafeRawBufferPointer? = nil,
     output: UnsafeMutableRawBufferPointer? = nil
 ) -> Int? {

@@ -36,7 +36,7 @@ public final class VirtualSecureLink: ATTBearer {
     }
 
     /// How long a central waits for the device's answer.
-    public static let defaultTimeout: Duration = .seconds(2)
+    public static let defaultTimeout: Duration = .seconds(10)
 
     public let base: any ATTBearer
     public let role: Role

@@ -101,7 +101,7 @@ enum KitFixture {
             Issue.record("updated with an unknown family")
         } catch {
             #expect(error.code == .unknownFamily)
-            #expect(error.message == "no family 'legacy' is registered (available: secure)")
+            #expect(error.message == "no family 'legacy' is registered (available: secure, smp)")
         }
         #expect(adapter.connectionCount == 0)
     }

@@ -124,7 +124,7 @@ import Testing
             "--family", "legacy",
         ])
         #expect(result.status == BledfuExit.usage, "exit \(result.status): \(result.stderr)")
-        #expect(result.errorLines == ["bledfu: error: no family 'legacy' is registered (available: secure)"])
+        #expect(result.errorLines == ["bledfu: error: no family 'legacy' is registered (available: secure, smp)"])
     }
 
     @Test func helpDocumentsTheDFUExitCodes() throws {

@@ -20,6 +20,9 @@ enum BatchExit {
     static let stationNameTaken: Int32 = 57
     /// The plan's classes or packages differ from those of the line's live stations.
     static let planDiffers: Int32 = 58
+    /// A device's attempt (its `exit_code` in the database, not the batch's): its `bledfu flash` printed nothing for
+    /// `flash.stall_timeout` and was killed; the attempt is retried like a lost link (the journal resumes it).
+    static let flashStalled: Int32 = 59
 
     static let table: [(Int32, String)] = [
         (0, "every device is done or skipped"),
@@ -31,6 +34,7 @@ enum BatchExit {
         (databaseNewer, "the database has a newer schema version than this bledfu knows"),
         (stationNameTaken, "a live station of the line already uses this --station name"),
         (planDiffers, "the plan's classes or packages differ from the line's"),
+        (flashStalled, "a device's attempt: its bledfu flash stopped answering and was killed (the attempt's exit_code)"),
         (BledfuExit.interrupted, "stopped by Ctrl-C; running devices stopped at a safe point (rerun to finish)"),
     ]
 
