@@ -53,12 +53,15 @@ var targets: [Target] = [
         exclude: ["Proto"],  // dfu-cc*.proto; tools/generate-protobuf writes Generated/*.pb.swift from them
         swiftSettings: swiftSettings
     ),
+    // Layer 5': the family seam (docs/architecture.md): the protocol every DFU family implements, its events,
+    // errors, journal and locations. Pure, protocol-neutral.
+    .target(name: "DFUCore", dependencies: ["BLECore", "GATT", log], swiftSettings: swiftSettings),
     // Layer 6: Secure DFU wire protocol (control point messages, result codes), pure.
     .target(name: "DFUProtocol", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 7: the Secure DFU engine (state machine, pacing, driver actor), pure.
     .target(
         name: "SecureDFU",
-        dependencies: ["BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", log],
+        dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUProtocol", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
     // Layer 7: the Legacy DFU family (nRF5 SDK <= 11, Adafruit, InfiniTime): wire codec, state machine, driver, pure.
@@ -71,9 +74,29 @@ var targets: [Target] = [
     .target(
         name: "DFUSimulator",
         dependencies: [
-            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", "LegacyDFU",
+            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", "LegacyDFU", "CBOR", "MCUmgr", "MCUbootImage",
             .product(name: "Crypto", package: "swift-crypto"), log,
         ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 6': CBOR (RFC 8949), the body encoding of MCUmgr SMP messages, pure.
+    .target(name: "CBOR", swiftSettings: swiftSettings),
+    // Layer 6'': MCUboot images (header, TLVs, signatures) and the nRF Connect SDK dfu_application.zip, pure.
+    .target(
+        name: "MCUbootImage",
+        dependencies: [
+            "BLECore", "DFUPackage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 7'': MCUmgr SMP (framing, groups, the BLE transport, the upload engine and update flows), pure.
+    .target(
+        name: "MCUmgr",
+        dependencies: ["BLECore", "ATT", "GATT", "CBOR", .product(name: "Crypto", package: "swift-crypto"), log],
         swiftSettings: swiftSettings
     ),
     // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
@@ -87,12 +110,28 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
+    // Layer 8': the updater, as a library: one update of one device, any family (docs/library.md).
+    .target(
+        name: "BledfuKit",
+        dependencies: [
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SystemPackage", package: "swift-system"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
+    // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
+    .target(
+        name: "BledfuTestSupport",
+        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio", "PlatformIO"],
+        swiftSettings: swiftSettings
+    ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
     .target(
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "SecureDFU", "DFUSimulator", "Fleet",
+            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
@@ -101,6 +140,10 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
+    // docs/library.md's example: a Swift program that flashes a virtual device with the public API only.
+    .executableTarget(
+        name: "FlashVirtualDevice", dependencies: ["BledfuKit", "VirtualRadio"], path: "Examples/FlashVirtualDevice",
+        swiftSettings: swiftSettings),
     // The libFuzzer entry point the fuzz targets share (libFuzzer's driver, or a crash-file replayer).
     .target(name: "FuzzSupport", swiftSettings: swiftSettings),
     // libFuzzer target for DFUPackage (tools/fuzz-package builds it with -sanitize=fuzzer -DFUZZING).
@@ -114,6 +157,7 @@ var targets: [Target] = [
         dependencies: ["SecureDFU", "DFUSimulator", "DFUProtocol", "DFUPackage", "BLECore", "FuzzSupport"],
         swiftSettings: swiftSettings
     ),
+    .executableTarget(name: "FuzzCBOR", dependencies: ["CBOR", "MCUmgr", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(name: "FuzzPlan", dependencies: ["Fleet", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(
         name: "FuzzLegacyDFU",
@@ -123,7 +167,10 @@ var targets: [Target] = [
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
         name: "FuzzFaultCampaign",
-        dependencies: ["SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore"],
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore",
+            "PlatformIO",
+        ],
         swiftSettings: swiftSettings
     ),
 
@@ -140,6 +187,14 @@ var targets: [Target] = [
         dependencies: ["PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "BLECore", "ATT", "GATT"],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
+    .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "GATT", "BLECore"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "BledfuKitTests",
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+        ],
+        swiftSettings: swiftSettings
+    ),
     .testTarget(name: "DFUProtocolTests", dependencies: ["DFUProtocol", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "DFUPackageTests",
@@ -148,7 +203,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "SecureDFUTests",
-        dependencies: ["SecureDFU", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
+        dependencies: ["SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -161,6 +216,20 @@ var targets: [Target] = [
         dependencies: ["DFUSimulator", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore"],
         swiftSettings: swiftSettings
     ),
+    .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "MCUbootImageTests",
+        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", .product(name: "Crypto", package: "swift-crypto")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "MCUmgrTests",
+        dependencies: [
+            "MCUmgr", "CBOR", "MCUbootImage", "DFUSimulator", "GATT", "ATT", "BLECore", "VirtualRadio",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ],
+        swiftSettings: swiftSettings
+    ),
     .testTarget(
         name: "FleetTests",
         dependencies: ["Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore"],
@@ -169,7 +238,7 @@ var targets: [Target] = [
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
             "VirtualRadio", "Fleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
@@ -196,10 +265,19 @@ if let only = Context.environment["BLEDFU_TARGETS"], !only.isEmpty {
     targets = targets.filter { keep.contains($0.name) }
 }
 
+// The executable, and the libraries a Swift program uses (docs/library.md): the updater, the package reader, the
+// transports (BlueZ, the virtual radio).
+var products: [Product] = []
+if targets.contains(where: { $0.name == "bledfu" }) { products.append(.executable(name: "bledfu", targets: ["bledfu"])) }
+for library in ["BledfuKit", "DFUCore", "DFUPackage", "BlueZTransport", "VirtualRadio"]
+where targets.contains(where: { $0.name == library }) {
+    products.append(.library(name: library, targets: [library]))
+}
+
 let package = Package(
     name: "bledfu",
     platforms: [.macOS(.v15)],
-    products: targets.contains { $0.name == "bledfu" } ? [.executable(name: "bledfu", targets: ["bledfu"])] : [],
+    products: products,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),

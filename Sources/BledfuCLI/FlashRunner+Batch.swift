@@ -1,4 +1,5 @@
 import BLECore
+import DFUCore
 import DFUPackage
 import DFUProtocol
 import Fleet
@@ -157,7 +158,7 @@ final class FlashEventParser: Sendable {
         var part = 1
         var parts = 1
         /// The `result` event: success, exit code, bytes sent and resent, message.
-        var result: FlashResultEvent?
+        var result: UpdateSummary?
         var lastError: String?
     }
 
@@ -175,36 +176,34 @@ final class FlashEventParser: Sendable {
     }
 
     func consume(_ line: Data) {
-        guard let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any], let event = object["event"] as? String else {
+        guard let decoded = try? JSONDecoder().decode(UpdateEventRecord.self, from: line) else {
             record(line)
             return
         }
-        if event != "progress" { record(line) }
+        let event = decoded.event
+        if case .progress = event {} else { record(line) }
         let update: DeviceProgress? = state.withLock { box in
             switch event {
-            case "state":
-                guard let name = object["state"] as? String else { return nil }
-                box.stage = name
-                if let part = object["part"] as? Int { box.part = part }
-                if let parts = object["parts"] as? Int { box.parts = parts }
-                return DeviceProgress(stage: name, total: total, part: box.part, parts: box.parts)
-            case "progress":
+            case .progress(let p):
                 box.stage = "uploading"
-                box.part = object["part"] as? Int ?? box.part
-                box.parts = object["parts"] as? Int ?? box.parts
-                return DeviceProgress(
-                    stage: "uploading", bytes: object["bytes"] as? Int ?? 0, total: object["total"] as? Int ?? total,
-                    part: box.part, parts: box.parts)
-            case "warning":
-                box.lastError = object["message"] as? String
+                box.part = p.part
+                box.parts = p.parts
+                return DeviceProgress(stage: "uploading", bytes: p.bytes, total: p.total, part: p.part, parts: p.parts)
+            case .warning(let message):
+                box.lastError = message
                 return nil
-            case "result":
-                box.result = FlashResultEvent(
-                    success: object["success"] as? Bool, exitCode: object["exitCode"] as? Int, bytesSent: object["bytesSent"] as? Int ?? 0,
-                    bytesResent: object["bytesResent"] as? Int ?? 0, message: object["message"] as? String)
+            case .result(let summary):
+                box.result = summary
                 return nil
+            case .uploading(let part, let parts, _, _):
+                box.part = part
+                box.parts = parts
+                box.stage = "uploading"
+                return DeviceProgress(stage: "uploading", total: total, part: part, parts: parts)
             default:
-                return nil
+                guard let name = event.stateName else { return nil }
+                box.stage = name
+                return DeviceProgress(stage: name, total: total, part: box.part, parts: box.parts)
             }
         }
         if let update { progress(update) }
@@ -230,11 +229,8 @@ final class FlashEventParser: Sendable {
     }
 }
 
-/// The fields of `bledfu flash --json`'s `result` event the line keeps.
-struct FlashResultEvent: Sendable {
-    var success: Bool?
-    var exitCode: Int?
-    var bytesSent: Int
-    var bytesResent: Int
-    var message: String?
+/// Waits `seconds` on the wall clock (the line's pause between probes of a device that is resetting).
+func pause(seconds: Double) async {
+    guard seconds > 0 else { return }
+    try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
 }

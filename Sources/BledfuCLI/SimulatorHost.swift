@@ -159,8 +159,9 @@ final class SimulatorHost: Sendable {
                 bearer.closeNow()
                 return nil
             }
+            await endpoint.connected()
             events.emit("connected", device: running.spec, address: advertisement.peer.address)
-            await device.serve(bearer)
+            await device.serve(endpoint.link(bearer))
             await endpoint.linkEnded(bearer)
             _ = shared.withLock { $0.connections.removeValue(forKey: identity) }
             events.emit("disconnected", device: running.spec, address: advertisement.peer.address)

@@ -32,7 +32,8 @@ import Musl
 public actor BlueZPeripheral {
     public nonisolated let adapter: BlueZAdapterInfo
     /// The listening socket until closed (closing is idempotent: a descriptor number is never closed twice).
-    private nonisolated let listener: Mutex<SocketDescriptor?>
+    /// The listening socket; closed once no `accept()` uses its number any more (``SharedDescriptor``).
+    private nonisolated let listener: SharedDescriptor
     /// A second descriptor of each accepted link's socket, by connection handle, until `disconnect` drops the link:
     /// the bearer's own descriptor is closed when the device ends the link, and this one keeps the socket (and its
     /// send queue) there to be watched.
@@ -68,7 +69,7 @@ public actor BlueZPeripheral {
             throw error
         }
         self.adapter = adapter
-        self.listener = Mutex(fd)
+        self.listener = SharedDescriptor(fd)
         self.channel = channel
         self.logger = logger
     }
@@ -121,13 +122,15 @@ public actor BlueZPeripheral {
     /// With `drainingBeforeDisconnect`, the peripheral keeps a second descriptor of the socket so that
     /// ``disconnect(handle:timeout:drainTimeout:)`` can wait for its send queue after the bearer closed.
     public nonisolated func accept(drainingBeforeDisconnect: Bool = false) async throws(BearerError) -> SocketBearer {
+        guard let listening = listener.lease() else { throw BearerError(.closed, "listener closed") }
+        defer { listener.release() }
         while true {
-            guard let listener = listener.withLock({ $0 }) else { throw BearerError(.closed, "listener closed") }
+            if listener.isClosed { throw BearerError(.closed, "listener closed") }
             var remote = sockaddr_l2()
             var length = socklen_t(MemoryLayout<sockaddr_l2>.size)
             let result = withUnsafeMutableBytes(of: &remote) { raw in
                 ioResultOrErrno {
-                    system_accept(listener.rawValue, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
+                    system_accept(listening.rawValue, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
                 }
             }
             switch result {
@@ -136,7 +139,7 @@ public actor BlueZPeripheral {
                 throw BearerError(.system, "accept: \(error)", errno: error.rawValue)
             case .success(.wouldBlock):
                 do throws(Errno) {
-                    try await listener.waitReadable()
+                    try await listening.waitReadable()
                 } catch {
                     throw BearerError(.closed, "listener closed")
                 }
@@ -197,12 +200,7 @@ public actor BlueZPeripheral {
 
     /// Closes the listener from any thread (a signal handler): ``accept()`` ends with `.closed`.
     public nonisolated func closeListener() {
-        guard let fd = listener.withLock({ state -> SocketDescriptor? in
-            defer { state = nil }
-            return state
-        }) else { return }
-        try? fd.shutdown()  // a listening socket may answer ENOTCONN; close is what matters
-        try? fd.close()
+        listener.close()  // shutdown (a listening socket may answer ENOTCONN), then close once unused
     }
 
     /// Keeps a second descriptor of an accepted socket (see `linkSockets`); without one the drain is not waited for.

@@ -53,7 +53,8 @@ struct ProcessKillRun {
         // The kills: each upload process runs until the device has received the next threshold's bytes.
         for threshold in plan.killsAfterBytes where lastStatus != 0 {
             let result = try runUpload(
-                package: package, journal: journal, simulator: simulator, killAt: threshold, number: processes.count)
+                package: package, journal: journal, simulator: simulator, killAt: threshold, number: processes.count,
+                firstObjectEnd: part.initPacket.count + min(Self.objectSize, part.image.count))
             processes.append(result)
             if let bytes = result.killedAtBytes {
                 report.killsFired += 1
@@ -126,11 +127,22 @@ struct ProcessKillRun {
         }
     }
 
+    /// The bootloader's data object size (Select Data's maximum, nRF5 SDK 15-17).
+    static let objectSize = 4096
+
     /// `bledfu flash` (or `bledfu resume` once a journal exists), killed at `killAt` device bytes when given.
+    ///
+    /// A kill beyond the first data object (`firstObjectEnd` bytes, init packet included) also waits until the
+    /// journal has been written: the byte estimate runs up to an object ahead of the device's status file,
+    /// and a loaded host lags in writing the journal after the Execute response, so without that wait the same
+    /// seed would rerun `bledfu flash` (no journal yet) on one machine and `bledfu resume` on another.
     private func runUpload(
-        package: URL, journal: URL, simulator: SimulatorChild, killAt: Int?, number: Int
+        package: URL, journal: URL, simulator: SimulatorChild, killAt: Int?, number: Int, firstObjectEnd: Int = 0
     ) throws -> UploadProcessResult {
-        let hasJournal = !((try? FileManager.default.contentsOfDirectory(atPath: journal.path)) ?? []).isEmpty
+        func journalWritten() -> Bool {
+            !((try? FileManager.default.contentsOfDirectory(atPath: journal.path)) ?? []).isEmpty
+        }
+        let hasJournal = journalWritten()
         let radio = "virtual:" + simulator.statusFile.deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("radio").path
         let common = [
@@ -144,7 +156,9 @@ struct ProcessKillRun {
             setup.bledfu, arguments, output: journal.deletingLastPathComponent().appendingPathComponent("p\(number)"))
         var gauge = ByteGauge()
         while child.isRunning, child.elapsed < setup.processLimitSeconds {
-            if let killAt, let bytes = simulator.bytesReceived(), gauge.estimate(bytes, now: Date()) >= killAt {
+            if let killAt, let bytes = simulator.bytesReceived(), gauge.estimate(bytes, now: Date()) >= killAt,
+                killAt < firstObjectEnd || journalWritten()
+            {
                 child.killNow()
                 // The device notices the closed link and publishes its state: the bytes it had at the kill.
                 for _ in 0..<200 where simulator.state()?.connected != false { usleep(5_000) }

@@ -16,6 +16,10 @@ import SystemPackage
 /// descriptor is re-armed for the others. Deadlines are handled by the epoll timeout; a wait with a deadline
 /// writes one byte to a wake-up pipe so the thread recomputes it. A descriptor epoll refuses (a regular file)
 /// counts as ready at once, as poll(2) reports it.
+///
+/// A wait names a descriptor by its number, so the number must stay the waiter's until the wait has ended: a number
+/// closed and handed to another socket meanwhile would make the wait watch a stranger. ``SharedDescriptor`` keeps
+/// the number open while any task uses it and calls ``retire(_:)`` when its owner closes it.
 public final class Reactor: Sendable {
     /// The process-wide reactor (its thread starts on first use).
     public static let shared = Reactor()
@@ -35,6 +39,8 @@ public final class Reactor: Sendable {
         var cancelledEarly: Set<UInt64> = []
         /// Descriptors in the epoll set and the events they are armed for (0: disarmed, a one-shot that fired).
         var armed: [CInt: UInt32] = [:]
+        /// Descriptors being closed (``retire(_:)``): a wait on one ends at once with ECANCELED.
+        var retired: Set<CInt> = []
     }
 
     private let state = Mutex(State())
@@ -112,15 +118,47 @@ public final class Reactor: Sendable {
         try result.get()
     }
 
+    /// What the reactor holds, one line per registered wait and per armed descriptor (for a hang detector: see
+    /// `bledfu_reactor_dump`). Nil when another thread holds the reactor's lock.
+    public func diagnostics() -> String? {
+        let now = ContinuousClock.now
+        return state.withLockIfAvailable { state -> String in
+            let waits = state.registrations.sorted { $0.key < $1.key }.map { id, registration in
+                "wait \(id): fd \(registration.fd) \(registration.readable ? "readable" : "writable")"
+                    + (registration.deadline.map { " deadline in \(now.duration(to: $0))" } ?? " no deadline")
+            }
+            let armed = state.armed.sorted { $0.key < $1.key }.map { String(format: "armed: fd %d events 0x%x", $0.key, $0.value) }
+            return (["reactor: \(waits.count) waits, \(armed.count) descriptors in the epoll set"] + waits + armed)
+                .joined(separator: "\n")
+        }
+    }
+
     /// How many waits are registered on `fd` (lets tests see that a sender or receiver has suspended).
     public func pendingWaitCount(on fd: CInt) -> Int {
         state.withLock { $0.registrations.values.filter { $0.fd == fd }.count }
     }
 
-    /// Resumes every wait on `fd` with ECANCELED and takes `fd` out of the epoll set (call before closing it).
+    /// Resumes every wait on `fd` with ECANCELED and takes `fd` out of the epoll set (call just before closing it:
+    /// the number is free for a new descriptor from then on).
     public func cancelWaits(on fd: CInt) {
+        endWaits(on: fd, retiring: false)
+    }
+
+    /// Resumes every wait on `fd` with ECANCELED, takes `fd` out of the epoll set, and ends every later wait on it at
+    /// once, until ``cancelWaits(on:)`` (`SocketDescriptor.close()`, just before close(2)) frees the number. For a
+    /// descriptor whose owner closes it while other tasks may still be about to wait on it (``SharedDescriptor``).
+    public func retire(_ fd: CInt) {
+        endWaits(on: fd, retiring: true)
+    }
+
+    private func endWaits(on fd: CInt, retiring: Bool) {
         let epoll = self.epoll
         let cancelled = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            if retiring {
+                state.retired.insert(fd)
+            } else {
+                state.retired.remove(fd)
+            }
             if state.armed.removeValue(forKey: fd) != nil {
                 // ENOENT/EBADF when it is already gone: nothing left to remove.
                 _ = Reactor.withoutMock {
@@ -139,7 +177,7 @@ public final class Reactor: Sendable {
     ) {
         let (startThread, cancelled, ready) = state.withLock {
             state -> (Bool, Bool, [CheckedContinuation<Void, any Error>]) in
-            if state.cancelledEarly.remove(id) != nil { return (false, true, []) }
+            if state.cancelledEarly.remove(id) != nil || state.retired.contains(fd) { return (false, true, []) }
             state.registrations[id] = Registration(
                 fd: fd, readable: readable, deadline: deadline, continuation: continuation)
             let ready = arm(fd, &state)
@@ -170,8 +208,10 @@ public final class Reactor: Sendable {
         }
         guard wanted != 0 else { return [] }
         let interest = wanted | EpollEvents.oneShot
+        // Armed again even when `armed` says it is armed with this interest already: the number may have been
+        // closed since by someone who did not tell the reactor (a Foundation pipe, a C library), and epoll forgot
+        // it with its file, so skipping the call would leave the wait of the number's next owner unarmed forever.
         let current = state.armed[fd]
-        if current == interest { return [] }
         let epoll = self.epoll
         let result = Reactor.withoutMock { () -> Result<CInt, Errno> in
             EpollEvents.withEvent(events: interest, data: UInt64(fd)) { event in
@@ -289,4 +329,14 @@ public final class Reactor: Sendable {
         let ms = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         return CInt(clamping: ms)
     }
+}
+
+
+/// Writes ``Reactor/diagnostics()`` of the shared reactor to standard error. For a debugger attached to a hung
+/// process: `gdb -p PID -batch -ex 'call (void)bledfu_reactor_dump()'` (tools/stress-suite does that).
+@_cdecl("bledfu_reactor_dump")
+public func bledfuReactorDump() {
+    let text = (Reactor.shared.diagnostics() ?? "reactor: locked") + "\n"
+    var bytes = Array(text.utf8)
+    _ = Reactor.withoutMock { system_write(2, &bytes, bytes.count) }
 }

@@ -10,7 +10,9 @@ import SystemPackage
 ///   buffer is therefore the transmit queue, and a full buffer suspends the sender (back-pressure, never drops).
 /// - `receive`: waits until readable, then receives one message (up to 65536 bytes). End of stream, ECONNRESET,
 ///   EPIPE and ENOTCONN are `.disconnected`.
-/// - `close`: shutdown then close, once; pending and later calls end with `.closed`.
+/// - `close`: shutdown at once, once; pending and later calls end with `.closed`. The descriptor itself is closed
+///   when the last operation that was using it has returned (``SharedDescriptor``), so that a send or a wait never
+///   lands on another socket that got the same number.
 public final class SocketBearer: ATTBearer {
     /// The receive buffer: larger than any ATT PDU (ATT_MTU is at most 517, L2CAP SDUs at most 65535).
     public static let receiveBufferSize = 65536
@@ -20,11 +22,19 @@ public final class SocketBearer: ATTBearer {
 
     public let linkInfo: LinkInfo
     private let logger: Logger
-    private let descriptor: Mutex<SocketDescriptor?>
+    private let descriptor: SharedDescriptor
     /// Receive buffers, reused: taken out while a receive runs (a concurrent receive makes its own).
     private let receiveBuffers = Mutex<ReceiveBatch?>(nil)
     /// An empty message ended a batch: the next receive reports end of stream.
     private let endOfStreamPending = Mutex(false)
+    /// Tests: runs when an operation found the socket not ready, just before it waits for readiness.
+    private let beforeWait = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Tests: `hook` runs when an operation found the socket not ready, just before it waits (the moment a
+    /// concurrent `close()` is the most dangerous).
+    func setBeforeWaitHook(_ hook: (@Sendable () -> Void)?) { beforeWait.withLock { $0 = hook } }
+
+    private func aboutToWait() { beforeWait.withLock { $0 }?() }
 
     /// Takes ownership of a connected socket (made non-blocking here).
     public init(descriptor: SocketDescriptor, linkInfo: LinkInfo = LinkInfo(), logger: Logger = Logger(label: "bledfu.bearer")) {
@@ -35,16 +45,17 @@ public final class SocketBearer: ATTBearer {
         } catch {
             logger.debug("cannot make socket non-blocking", metadata: ["errno": "\(error)"])
         }
-        self.descriptor = Mutex(descriptor)
+        self.descriptor = SharedDescriptor(descriptor)
         self.linkInfo = linkInfo
         self.logger = logger
     }
 
     /// The descriptor while open (for socket options such as SO_SNDBUF).
-    public var socket: SocketDescriptor? { descriptor.withLock { $0 } }
+    public var socket: SocketDescriptor? { descriptor.current }
 
+    /// The descriptor, held open until the matching `descriptor.release()`.
     private func open() throws(BearerError) -> SocketDescriptor {
-        guard let fd = descriptor.withLock({ $0 }) else { throw BearerError(.closed, "bearer closed") }
+        guard let fd = descriptor.lease() else { throw BearerError(.closed, "bearer closed") }
         return fd
     }
 
@@ -52,8 +63,10 @@ public final class SocketBearer: ATTBearer {
         if let limit = linkInfo.maximumPDUSize, pdu.count > limit {
             throw BearerError(.pduTooLarge, "\(pdu.count) bytes, link carries \(limit)")
         }
+        let fd = try open()
+        defer { descriptor.release() }
         while true {
-            let fd = try open()
+            if descriptor.isClosed { throw BearerError(.closed, "bearer closed") }
             let result: IOResult<Int>
             do throws(Errno) {
                 result = try fd.send(pdu)
@@ -65,6 +78,7 @@ public final class SocketBearer: ATTBearer {
                 logger.trace("sent PDU", metadata: ["att.length": "\(pdu.count)"])
                 return
             case .wouldBlock:
+                aboutToWait()
                 do throws(Errno) {
                     try await fd.waitWritable()
                 } catch {
@@ -81,8 +95,10 @@ public final class SocketBearer: ATTBearer {
             throw BearerError(.pduTooLarge, "\(pdu.count) bytes, link carries \(limit)")
         }
         var next = pdus.startIndex
+        let fd = try open()
+        defer { descriptor.release() }
         while next < pdus.endIndex {
-            let fd = try open()
+            if descriptor.isClosed { throw BearerError(.closed, "bearer closed") }
             let result: IOResult<Int>
             do throws(Errno) {
                 result = try fd.send(messages: pdus[next...])
@@ -97,6 +113,7 @@ public final class SocketBearer: ATTBearer {
                     throw BearerError(.system, "sendmmsg took no message")
                 }
             case .wouldBlock:
+                aboutToWait()
                 do throws(Errno) {
                     try await fd.waitWritable()
                 } catch {
@@ -117,8 +134,10 @@ public final class SocketBearer: ATTBearer {
         let batch = receiveBuffers.withLock { $0.take() } ?? ReceiveBatch(
             capacity: SocketBearer.receiveBatchCapacity, slotSize: SocketBearer.receiveBufferSize)
         defer { receiveBuffers.withLock { $0 = batch } }
+        let fd = try open()
+        defer { descriptor.release() }
         while true {
-            let fd = try open()
+            if descriptor.isClosed { throw BearerError(.closed, "bearer closed") }
             if endOfStreamPending.withLock({ $0 }) { throw BearerError(.disconnected, "peer closed the link") }
             let result: IOResult<[[UInt8]]>
             do throws(Errno) {
@@ -132,7 +151,8 @@ public final class SocketBearer: ATTBearer {
                 if messages.last?.isEmpty == true {
                     messages.removeLast()
                     if messages.isEmpty {
-                        _ = try open()
+                        // Our own shutdown reads as end of stream too: that is a close, not a disconnect.
+                        if descriptor.isClosed { throw BearerError(.closed, "bearer closed") }
                         throw BearerError(.disconnected, "peer closed the link")
                     }
                     endOfStreamPending.withLock { $0 = true }
@@ -140,6 +160,7 @@ public final class SocketBearer: ATTBearer {
                 logger.trace("received PDUs", metadata: ["att.count": "\(messages.count)"])
                 return messages
             case .wouldBlock:
+                aboutToWait()
                 do throws(Errno) {
                     try await fd.waitReadable()
                 } catch {
@@ -164,25 +185,16 @@ public final class SocketBearer: ATTBearer {
         closeNow()
     }
 
-    /// Synchronous close (idempotent): shutdown wakes the waiters, then the descriptor is closed.
+    /// Synchronous close (idempotent): shutdown tells the peer, the waiting operations end with `.closed`, and the
+    /// descriptor is closed once no operation uses it any more.
     public func closeNow() {
-        guard let fd = descriptor.withLock({ state -> SocketDescriptor? in
-            defer { state = nil }
-            return state
-        }) else { return }
-        // ENOTCONN after the peer left is expected; the descriptor is closed below regardless.
-        try? fd.shutdown()
-        do throws(Errno) {
-            try fd.close()
-        } catch {
-            logger.debug("close failed", metadata: ["errno": "\(error)"])
-        }
+        descriptor.close()
     }
 
     deinit { closeNow() }
 
     private func mapError(_ error: Errno, operation: String) -> BearerError {
-        if descriptor.withLock({ $0 == nil }) { return BearerError(.closed, "bearer closed") }
+        if descriptor.isClosed { return BearerError(.closed, "bearer closed") }
         switch error {
         case .connectionReset, .brokenPipe, .socketNotConnected, .connectionAbort, .timedOut, .hostIsDown,
             .noRouteToHost:
@@ -197,7 +209,7 @@ public final class SocketBearer: ATTBearer {
     }
 
     private func mapWaitError(_ error: Errno) -> BearerError {
-        if descriptor.withLock({ $0 == nil }) { return BearerError(.closed, "bearer closed") }
+        if descriptor.isClosed { return BearerError(.closed, "bearer closed") }
         if error == .canceled { return BearerError(.closed, "cancelled") }
         return BearerError(.system, "wait: \(error)", errno: error.rawValue)
     }

@@ -19,7 +19,10 @@ public final class VirtualPeripheralEndpoint: Sendable {
     public let peer: PeerAddress
     public let socketPath: String
     public let advertisementPath: String
-    private let listening: Mutex<SocketDescriptor?>
+    /// The listening socket; `close()` closes it once no `accept()` uses its number any more.
+    private let listening: SharedDescriptor
+    /// Set by the first `close()`.
+    private let closing = Mutex(false)
     private let logger: Logger
 
     /// Creates `<ADDR>.sock` (listening) and, when `advertising`, writes `<ADDR>.adv`. The directory is created if
@@ -53,7 +56,7 @@ public final class VirtualPeripheralEndpoint: Sendable {
         } catch {
             throw AdapterError(.system, "\(socketPath): \(error)", errno: (error as? Errno)?.rawValue)
         }
-        self.listening = Mutex(fd)
+        self.listening = SharedDescriptor(fd)
         if advertising {
             do throws(AdapterError) {
                 try updateAdvertisement(advertisement)
@@ -71,13 +74,15 @@ public final class VirtualPeripheralEndpoint: Sendable {
 
     /// Like ``accept()``, typed.
     public func acceptSocket() async throws(BearerError) -> SocketBearer {
+        guard let fd = listening.lease() else { throw BearerError(.closed, "endpoint closed") }
+        defer { listening.release() }
         while true {
-            guard let fd = listening.withLock({ $0 }) else { throw BearerError(.closed, "endpoint closed") }
+            if listening.isClosed { throw BearerError(.closed, "endpoint closed") }
             let result: IOResult<SocketDescriptor>
             do throws(Errno) {
                 result = try fd.accept()
             } catch {
-                if listening.withLock({ $0 == nil }) { throw BearerError(.closed, "endpoint closed") }
+                if listening.isClosed { throw BearerError(.closed, "endpoint closed") }
                 throw BearerError(.system, "accept: \(error)", errno: error.rawValue)
             }
             switch result {
@@ -116,14 +121,11 @@ public final class VirtualPeripheralEndpoint: Sendable {
     /// Stops advertising, closes the listening socket and removes its file (idempotent). Pending `accept()` calls
     /// end with `.closed`; open connections are not affected.
     public func close() {
-        guard let fd = listening.withLock({ state -> SocketDescriptor? in
-            defer { state = nil }
-            return state
-        }) else { return }
+        guard !closing.withLock({ closing in defer { closing = true }; return closing }) else { return }
         stopAdvertising()
         try? FileIO.unlink(socketPath)  // remove first so no new central connects to a dying socket
-        try? fd.shutdown()  // listening sockets may report ENOTCONN; close() below is what matters
-        try? fd.close()  // nothing useful to do if close fails at teardown
+        // shutdown(2) of a listening socket may report ENOTCONN; the retired number ends a pending accept either way.
+        listening.close()
     }
 
     deinit { close() }

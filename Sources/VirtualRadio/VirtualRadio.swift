@@ -113,7 +113,10 @@ public struct VirtualRadio: BLEAdapter {
         }
         logger.debug("connected", metadata: ["peer": "\(peer)"])
         let link = LinkInfo(peer: peer, connectionHandle: nil, maximumPDUSize: VirtualRadio.maximumPDUSize)
-        return SocketBearer(descriptor: fd, linkInfo: link, logger: logger)
+        // The link starts unencrypted; the central may raise it (docs/virtual-radio.md §4.1).
+        return VirtualSecureLink(
+            SocketBearer(descriptor: fd, linkInfo: link, logger: logger),
+            role: .central(timeout: VirtualSecureLink.defaultTimeout))
     }
 
     private func connect(_ fd: SocketDescriptor, to socketPath: String, peer: PeerAddress, timeout: Duration)

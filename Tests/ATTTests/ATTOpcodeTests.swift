@@ -2,7 +2,7 @@ import ATT
 import BLECore
 import Testing
 
-@Suite("ATT opcodes, error codes, decoding errors, descriptions")
+@Suite("ATT opcodes, error codes, decoding errors, descriptions", .timeLimit(.minutes(2)))
 struct ATTOpcodeTests {
     @Test("opcode kinds follow BlueZ's att_opcode_type_table, then the 0x40 command flag")
     func kinds() {

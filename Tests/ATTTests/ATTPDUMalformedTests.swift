@@ -61,7 +61,7 @@ let rejectRows: [RejectRow] = [
     RejectRow("1B", .truncated, "Handle Value Notification: truncated: attribute handle", "notification, no handle"),
 ]
 
-@Suite("ATT PDU rejection")
+@Suite("ATT PDU rejection", .timeLimit(.minutes(2)))
 struct ATTPDUMalformedTests {
     @Test("malformed and truncated rows fail with the right code and reason", arguments: rejectRows)
     func rejects(_ row: RejectRow) throws {

@@ -85,7 +85,7 @@ struct PDUGenerator {
     }
 }
 
-@Suite("ATT PDU randomized")
+@Suite("ATT PDU randomized", .timeLimit(.minutes(2)))
 struct ATTPDURandomTests {
     @Test("modelledOpcodes lists exactly the opcodes with a case of their own")
     func modelled() {

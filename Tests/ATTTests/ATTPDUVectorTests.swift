@@ -2,7 +2,7 @@ import ATT
 import BLECore
 import Testing
 
-@Suite("ATT PDU vectors")
+@Suite("ATT PDU vectors", .timeLimit(.minutes(2)))
 struct ATTPDUVectorTests {
     @Test("every modelled opcode and a few unknown ones have a vector")
     func coverage() {

@@ -3,7 +3,7 @@ import Testing
 @testable import ATT
 
 /// `ATTPDU.encodeWriteCommand(handle:value:)`, the per-packet encoder, against the general codec.
-@Suite struct ATTWriteCommandEncodingTests {
+@Suite(.timeLimit(.minutes(2))) struct ATTWriteCommandEncodingTests {
     @Test func itEncodesLikeTheCodec() throws {
         let image = (0..<600).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         // Slices that start at 0 and elsewhere, empty, one octet, a full 244-octet packet.

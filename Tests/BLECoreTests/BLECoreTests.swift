@@ -2,7 +2,7 @@ import Testing
 
 @testable import BLECore
 
-@Suite struct ByteReaderTests {
+@Suite(.timeLimit(.minutes(2))) struct ByteReaderTests {
     @Test func readsLittleEndianFields() throws {
         // 01 | 34 12 | 78 56 34 12 | AA BB
         var r = ByteReader([0x01, 0x34, 0x12, 0x78, 0x56, 0x34, 0x12, 0xAA, 0xBB])
@@ -43,7 +43,7 @@ import Testing
     }
 }
 
-@Suite struct AddressTests {
+@Suite(.timeLimit(.minutes(2))) struct AddressTests {
     @Test func parsesAndPrints() throws {
         let address = try #require(BluetoothAddress("c0:ff:ee:00:00:01"))
         #expect(address.description == "C0:FF:EE:00:00:01")
@@ -64,7 +64,7 @@ import Testing
     }
 }
 
-@Suite struct UUIDTests {
+@Suite(.timeLimit(.minutes(2))) struct UUIDTests {
     @Test func shortAndLongFormsAreEqual() throws {
         let short = BluetoothUUID(0xFE59)
         let long = try #require(BluetoothUUID("0000FE59-0000-1000-8000-00805F9B34FB"))
@@ -95,7 +95,7 @@ import Testing
     }
 }
 
-@Suite struct ChecksumTests {
+@Suite(.timeLimit(.minutes(2))) struct ChecksumTests {
     @Test func crc32MatchesZlib() {
         // Check value of CRC-32/ISO-HDLC for "123456789".
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
@@ -147,7 +147,7 @@ import Testing
     }
 }
 
-@Suite struct AdvertisingDataTests {
+@Suite(.timeLimit(.minutes(2))) struct AdvertisingDataTests {
     @Test func buildsAndParses() throws {
         let bytes = AdvertisingData.build(
             name: "DfuTarg", services: [BluetoothUUID(0xFE59), try #require(BluetoothUUID("8EC90001-F315-4F60-9FB8-838830DAEA50"))],

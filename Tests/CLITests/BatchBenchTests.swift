@@ -5,7 +5,7 @@ import Testing
 @testable import BledfuCLI
 
 /// `bledfu bench batch`, run in-process (its children are the built binary).
-@Suite(.serialized) struct BatchBenchTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct BatchBenchTests {
     /// 16 bracelets in parallel against one alone; every device must end up done (else it throws). The ratio is
     /// printed (the goal, at most 1.3x, depends on the machine's load; `--max-ratio` enforces it where wanted).
     @Test(.timeLimit(.minutes(3))) func sixteenParallelAgainstOne() async throws {

@@ -7,7 +7,7 @@ import Testing
 @testable import BledfuCLI
 
 /// `bledfu batch` end to end: real simulators on a virtual radio, the real binary, a real SQLite file.
-@Suite(.serialized) struct BatchCLITests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct BatchCLITests {
     @Test func optionsParse() throws {
         let run = try BatchRun.parse(["line.yaml", "--db", "x.sqlite", "--force", "--json", "--state-dir", "/tmp/s"])
         #expect(run.plan == "line.yaml" && run.db == "x.sqlite" && run.force && run.json && run.stateDir == "/tmp/s")

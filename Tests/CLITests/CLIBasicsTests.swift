@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite struct CLIBasicsTests {
+@Suite(.timeLimit(.minutes(5))) struct CLIBasicsTests {
     @Test func helpListsSubcommandsAndExitCodes() throws {
         let result = try CLIRunner.run(["--help"])
         #expect(result.status == 0)

@@ -3,7 +3,7 @@ import Testing
 
 /// `bledfu` against tools/example-virtual-device.py: the virtual radio spec (docs/virtual-radio.md) proven by a
 /// device written from the document alone, in another language.
-@Suite(.serialized) struct CLIPythonDeviceTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CLIPythonDeviceTests {
     static let address = "C0:FF:EE:00:00:42"
     static let characteristic = "8E7F0002-4B5D-4E2A-9C3B-1D0F6A2B3C4D"
 

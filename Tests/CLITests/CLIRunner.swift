@@ -24,9 +24,11 @@ struct CLIRunner {
     }
 
     @discardableResult
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60) throws -> Result {
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
+    ) throws -> Result {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable ?? binary
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }

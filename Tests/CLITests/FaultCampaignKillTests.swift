@@ -7,7 +7,7 @@ import Testing
 /// an upload) or babbles (several error lines) the campaign reports a violation and exits 1: its checks can fail.
 /// Needs the FuzzFaultCampaign executable next to `bledfu` (a full `swift build`, as tools/test does).
 @Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: CampaignBinary.url.path)
-    || ProcessInfo.processInfo.environment["CI"] == "true", "FuzzFaultCampaign is not built next to bledfu"))
+    || ProcessInfo.processInfo.environment["CI"] == "true", "FuzzFaultCampaign is not built next to bledfu"), .timeLimit(.minutes(5)))
 struct FaultCampaignKillTests {
 
     /// Runs `FuzzFaultCampaign --seed 1 --run 9 --verbose` with `bledfu` at `bledfu`.

@@ -9,7 +9,7 @@ import Testing
 
 /// Multi-part packages through `bledfu flash` against `bledfu simulate`: the reset and reconnect (and the second
 /// buttonless jump) between the parts, a system part refused as already present skipped with a message, `--scope`.
-@Suite(.serialized) struct FlashPartsTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct FlashPartsTests {
     /// A SoftDevice + bootloader + application package made with `bledfu package create` (version 2 of each).
     static func systemAndApplicationPackage(in directory: URL) async throws -> (path: String, package: FirmwarePackage) {
         func bytes(_ count: Int, _ seed: UInt32) -> Data {

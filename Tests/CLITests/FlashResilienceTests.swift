@@ -1,3 +1,5 @@
+import DFUCore
+import BledfuKit
 import Foundation
 import SecureDFU
 import Testing
@@ -6,7 +8,7 @@ import Testing
 
 /// `bledfu flash` as a process against `bledfu simulate`: no reconnect when asked, kill -9 then `bledfu resume`, a
 /// stalling device, `--name` and `--unique-name`.
-@Suite(.serialized) struct FlashResilienceTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct FlashResilienceTests {
     /// `--reconnect-attempts 0`: the first lost link ends the run (exit 43, no reconnect, the journal kept, the
     /// resume command printed); `bledfu resume` then finishes the update.
     @Test func reconnectAttemptsZeroNeverReconnects() async throws {
@@ -56,7 +58,7 @@ import Testing
             let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state)
             var executed = 0
             for _ in 0..<4000 where executed < objects && flash.isRunning {
-                executed = JournalFileStore.all(in: state).first?.file.journal.executed.count ?? 0
+                executed = (try? JournalFileStore.all(in: state).first?.file.journal.resume?.decode(SecureResume.self).executed.count) ?? 0
                 usleep(2_000)
             }
             usleep(extraMicroseconds)

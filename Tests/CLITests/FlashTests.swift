@@ -1,10 +1,12 @@
+import DFUCore
+import BledfuKit
 import Foundation
 import SecureDFU
 import Testing
 
 @testable import BledfuCLI
 
-@Suite(.serialized) struct FlashTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct FlashTests {
     /// App mode → buttonless jump → bootloader at address + 1 → upload → the device runs the new image.
     @Test func flashFromApplicationModeInstallsTheImage() async throws {
         let directory = try FlashFixture.temporaryDirectory()
@@ -111,6 +113,20 @@ import Testing
         #expect(result.errorLines.count == 1)
     }
 
+    /// `--family` names a family the updater must know: with only Secure DFU registered, `legacy` is refused in one
+    /// line (a usage error) before anything connects.
+    @Test func unknownFamilyIsAUsageError() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 1000)
+        let result = try CLIRunner.run([
+            "flash", package, "--adapter", "virtual:\(directory.path)", "--device", FlashFixture.device,
+            "--family", "legacy",
+        ])
+        #expect(result.status == BledfuExit.usage, "exit \(result.status): \(result.stderr)")
+        #expect(result.errorLines == ["bledfu: error: no family 'legacy' is registered (available: secure)"])
+    }
+
     @Test func helpDocumentsTheDFUExitCodes() throws {
         let result = try CLIRunner.run(["flash", "--help"])
         #expect(result.status == 0)
@@ -132,8 +148,10 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = JournalFileStore(directory: directory, packagePath: "/tmp/app.zip", adapter: "hci0", addressType: "random")
-        var journal = DFUJournal(deviceAddress: "C6:05:04:03:02:01", packageSHA256: "ab" + String(repeating: "0", count: 62))
-        journal.record(DFUExecutedObject(index: 0, offset: 4096, crc: 0x1234_5678), part: 0)
+        let journal = UpdateJournal(
+            deviceAddress: "C6:05:04:03:02:01", packageSHA256: "ab" + String(repeating: "0", count: 62), family: .secure,
+            confirmedBytes: 4096,
+            resume: try ResumePayload(SecureResume(executed: [DFUExecutedObject(index: 0, offset: 4096, crc: 0x1234_5678)])))
         try await store.save(journal)
         let loaded = try await store.load(deviceAddress: "c6:05:04:03:02:01", packageSHA256: journal.packageSHA256)
         #expect(loaded == journal)

@@ -4,7 +4,7 @@ import Testing
 @testable import BledfuCLI
 
 /// `bledfu --help` lists every exit code: the general table and the batch codes (50-59) from `BatchExit`.
-@Suite struct HelpExitCodeTests {
+@Suite(.timeLimit(.minutes(5))) struct HelpExitCodeTests {
     /// `bledfu --help` with every run of whitespace (tabs, the line breaks of wrapped text) made one space.
     func normalizedHelp() throws -> String {
         let result = try CLIRunner.run(["--help"])

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `bledfu package inspect|verify|create|keys` run as a child process against the committed samples.
-@Suite struct PackageCLITests {
+@Suite(.timeLimit(.minutes(5))) struct PackageCLITests {
     static let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/bracelet-app-v2.zip").path
     static let testPublicKey = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/keys/test-signing-key-DO-NOT-USE.pub.pem").path
     /// SHA-256 of `bracelet-app-v2.bin`, as listed by `tools/make-samples` (deterministic images).

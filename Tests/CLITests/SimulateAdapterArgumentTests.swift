@@ -4,7 +4,7 @@ import Testing
 /// `bledfu simulate --adapter hciN`: the argument checks, through the real binary. This machine has no Bluetooth,
 /// so only the refusals are tested (exit 64 and one error line naming the problem), and the one valid command
 /// line is pointed at an adapter index no machine has.
-@Suite struct SimulateAdapterArgumentTests {
+@Suite(.timeLimit(.minutes(5))) struct SimulateAdapterArgumentTests {
     static let firmware = ["BLEDFU_FIRMWARE_DIR": CLIRunner.repositoryRoot.appendingPathComponent("Firmware").path]
 
     /// Runs `bledfu simulate arguments` and expects a usage error with one error line that contains `message`.

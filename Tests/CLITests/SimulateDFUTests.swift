@@ -4,7 +4,7 @@ import Testing
 /// A whole update on the simulator: the Firmware/samples package (signed with the test key the profiles trust),
 /// the buttonless jump (the device moves to address + 1 and back), a fault the simulator logs, and the new version
 /// in GATT and in the status file.
-@Suite(.serialized) struct SimulateDFUTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SimulateDFUTests {
     static let bracelet = "C6:05:04:03:02:01"
     static let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/bracelet-app-v2.zip")
 

@@ -3,7 +3,7 @@ import Testing
 
 /// `bledfu simulate --state-dir`: an interrupted update (the init command and the bootloader mode in flash) and
 /// then the finished one survive stopping the simulator and starting it again.
-@Suite(.serialized) struct SimulateStateDirTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SimulateStateDirTests {
     static let bracelet = "C6:05:04:03:02:01"
     static let stateFile = "C6-05-04-03-02-01.state.json"
     static let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/bracelet-app-v2.zip")

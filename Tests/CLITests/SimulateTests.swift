@@ -3,7 +3,7 @@ import Testing
 
 /// `bledfu simulate` end to end: the simulator runs as a child process on a temporary virtual radio; the other
 /// commands (scan, gatt) talk to it through the radio directory.
-@Suite(.serialized) struct SimulateTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SimulateTests {
     static let bracelet = "C6:05:04:03:02:01"
     static let firmware = ["BLEDFU_FIRMWARE_DIR": CLIRunner.repositoryRoot.appendingPathComponent("Firmware").path]
 

@@ -5,7 +5,7 @@ import Testing
 
 @testable import DFUPackage
 
-@Suite struct BuilderTests {
+@Suite(.timeLimit(.minutes(3))) struct BuilderTests {
     @Test func applicationPackageHasNrfutilLayout() throws {
         let files = try Fixtures.appBuilder().files()
         #expect(files.map(\.name) == ["app.bin", "app.dat", "manifest.json"])

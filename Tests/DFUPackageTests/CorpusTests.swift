@@ -41,7 +41,7 @@ enum Corpus {
     }
 }
 
-@Suite struct CorpusTests {
+@Suite(.timeLimit(.minutes(3))) struct CorpusTests {
     @Test(.enabled(if: Corpus.shouldRun, "the package corpus is absent (set BLEDFU_CORPUS)"))
     func everyRealPackageDecodesAsExpected() throws {
         let expected = try Corpus.expected()

@@ -95,7 +95,7 @@ enum HostileCorpus {
     }
 }
 
-@Suite struct HostileInputTests {
+@Suite(.timeLimit(.minutes(3))) struct HostileInputTests {
     @Test func corpusIsLargeEnough() {
         #expect(HostileCorpus.cases.count >= 30)
         // The unmodified base is a valid package.

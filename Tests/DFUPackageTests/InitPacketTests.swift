@@ -3,7 +3,7 @@ import Testing
 
 @testable import DFUPackage
 
-@Suite struct SecureInitPacketTests {
+@Suite(.timeLimit(.minutes(3))) struct SecureInitPacketTests {
     /// IOS-DFU-Library `app_new.zip` app_new.dat (137 bytes, signed):
     /// signed_command{ command{ op_code INIT, init{ fw 10100, hw 0xFFFF, sd_req [0xFFFE], APPLICATION, sd 0, bl 0,
     /// app 66104, hash{SHA256, 8fba…e2a8} } }, signature_type 0, signature 2e7d…b144 }
@@ -81,7 +81,7 @@ import Testing
     }
 }
 
-@Suite struct LegacyInitPacketTests {
+@Suite(.timeLimit(.minutes(3))) struct LegacyInitPacketTests {
     /// 0.5: `ff ff ff ff ff ff ff ff 01 00 64 00 38 39` = type/revision 0xFFFF, version 0xFFFFFFFF, sd_req [0x64],
     /// crc16 0x3938 (nRF Toolbox SDK 9 sd_bl.dat).
     @Test func v05() throws {

@@ -6,7 +6,7 @@ import Testing
 @testable import DFUPackage
 
 /// Legacy package creation (nrfutil 0.5 `dfu genpkg`, `PackageBuilder.legacy`), read back by the package reader.
-@Suite struct LegacyBuilderTests {
+@Suite(.timeLimit(.minutes(3))) struct LegacyBuilderTests {
     static func appBuilder(_ layout: LegacyInitPacket.Layout = .v05, size: Int = 1000) -> PackageBuilder {
         var builder = PackageBuilder()
         builder.application = PackageBuilder.Image(stem: "app", bytes: Fixtures.image(size))

@@ -7,7 +7,7 @@ import Testing
 @testable import DFUPackage
 
 /// The swift-protobuf generated code (`Generated/*.pb.swift` from `Proto/dfu-cc.proto`) against nrfutil's bytes.
-@Suite struct ProtobufTests {
+@Suite(.timeLimit(.minutes(3))) struct ProtobufTests {
     /// Every Secure part of the real packages, with its package name.
     static func realSecureParts() throws -> [(name: String, part: PackagePart, packet: SecureInitPacket)] {
         var parts: [(name: String, part: PackagePart, packet: SecureInitPacket)] = []

@@ -5,7 +5,7 @@ import Testing
 
 @testable import DFUPackage
 
-@Suite struct VerifierTests {
+@Suite(.timeLimit(.minutes(3))) struct VerifierTests {
     /// The base app package with its .dat replaced by one made from `change`d command.
     func package(image: [UInt8]? = nil, _ change: (inout InitCommand) -> Void = { _ in }) throws -> FirmwarePackage {
         var zip = ZipFixture(try Fixtures.appFiles())

@@ -17,7 +17,7 @@ let buttonlessVectors: [ButtonlessVector] = [
     ButtonlessVector(bytes: [0x09, 0x00], request: .unknown(opcode: 0x09, parameters: [0x00])),
 ]
 
-@Suite struct ButtonlessTests {
+@Suite(.timeLimit(.minutes(2))) struct ButtonlessTests {
     @Test(arguments: buttonlessVectors)
     func roundTrip(_ vector: ButtonlessVector) throws {
         #expect(try ButtonlessRequest(decoding: vector.bytes) == vector.request)

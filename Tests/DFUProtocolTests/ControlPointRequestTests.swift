@@ -47,7 +47,7 @@ let requestVectors: [RequestVector] = [
     RequestVector(bytes: [0x06, 0x07], request: .select(DFUObjectType(rawValue: 0x07))),
 ]
 
-@Suite struct ControlPointRequestTests {
+@Suite(.timeLimit(.minutes(2))) struct ControlPointRequestTests {
     @Test(arguments: requestVectors)
     func decodes(_ vector: RequestVector) throws {
         #expect(try ControlPointRequest(decoding: vector.bytes) == vector.request)

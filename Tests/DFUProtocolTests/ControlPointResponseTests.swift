@@ -46,7 +46,7 @@ let responseVectors: [ResponseVector] = [
         response: ControlPointResponse(request: .create, status: .extended(DFUExtendedError(rawValue: 0x7F)))),
 ]
 
-@Suite struct ControlPointResponseTests {
+@Suite(.timeLimit(.minutes(2))) struct ControlPointResponseTests {
     @Test(arguments: responseVectors)
     func decodes(_ vector: ResponseVector) throws {
         #expect(try ControlPointResponse(decoding: vector.bytes) == vector.response)

@@ -5,7 +5,7 @@ import DFUSimulator
 import GATT
 import Testing
 
-@Suite("Buttonless jump waits for the confirmation")
+@Suite("Buttonless jump waits for the confirmation", .timeLimit(.minutes(5)))
 struct ButtonlessConfirmationTests {
     @Test("No jump while the 20 01 01 indication is unconfirmed; the Handle Value Confirmation triggers it")
     func jumpOnlyAfterConfirmation() async throws {

@@ -5,7 +5,7 @@ import DFUProtocol
 import DFUSimulator
 import Testing
 
-@Suite("Bootloader control point")
+@Suite("Bootloader control point", .timeLimit(.minutes(5)))
 struct ControlPointTests {
     @Test("A control point write before the CCCD is enabled is refused with ATT 0xFD")
     func cccdRequired() {

@@ -4,7 +4,7 @@ import Testing
 
 /// nRF5 SDK 15-17 `on_data_obj_execute_request_sched` answers a data Execute only once `nrf_fstorage_is_busy`
 /// is false ("Wait for all buffers to be written in flash"), for every object, not only the last one.
-@Suite("Execute Data waits for the flash queue")
+@Suite("Execute Data waits for the flash queue", .timeLimit(.minutes(5)))
 struct ExecuteWaitTests {
     let image = Fixture.firmware(10_000)
 

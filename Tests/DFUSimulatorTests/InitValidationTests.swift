@@ -5,7 +5,7 @@ import DFUProtocol
 import DFUSimulator
 import Testing
 
-@Suite("Init packet validation on Execute Command")
+@Suite("Init packet validation on Execute Command", .timeLimit(.minutes(5)))
 struct InitValidationTests {
     let image = Fixture.firmware(6000)
 

@@ -4,7 +4,7 @@ import DFUSimulator
 import Foundation
 import Testing
 
-@Suite("Link model and profiles")
+@Suite("Link model and profiles", .timeLimit(.minutes(5)))
 struct LinkModelTests {
     func model(_ phy: String, ll: Int, ci: Double, n: Int = 1000, encrypted: Bool = false) -> LinkModel {
         LinkModel(

@@ -6,7 +6,7 @@ import Testing
 @testable import DFUSimulator
 
 /// The rewriting rules of `LyingBearer`, PDU by PDU (the engine's reaction is in SecureDFUTests/LyingDeviceTests).
-@Suite struct LyingBearerTests {
+@Suite(.timeLimit(.minutes(5))) struct LyingBearerTests {
     /// Handle Value Notification on handle 0x0010: 60 03 01 | offset 0x00001000 | CRC 0x11223344
     /// (a Calculate Checksum response: offset 4096).
     static let checksum: [UInt8] = [0x1B, 0x10, 0x00, 0x60, 0x03, 0x01, 0x00, 0x10, 0x00, 0x00, 0x44, 0x33, 0x22, 0x11]

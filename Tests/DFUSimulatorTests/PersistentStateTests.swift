@@ -4,7 +4,7 @@ import DFUSimulator
 import Foundation
 import Testing
 
-@Suite("Flash and settings kept across simulator runs")
+@Suite("Flash and settings kept across simulator runs", .timeLimit(.minutes(5)))
 struct PersistentStateTests {
     let image = Fixture.firmware(10_000)
 

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The protocol bound (docs/benchmarks.md): one object as an ideal host sends it over the modelled device.
-@Suite("Protocol bound")
+@Suite("Protocol bound", .timeLimit(.minutes(5)))
 struct ProtocolBoundTests {
     static func model(_ name: String) throws -> LinkModel {
         LinkModel(profile: try LinkModelTests.load(name))

@@ -29,7 +29,7 @@ struct Link {
     mutating func next() async -> [UInt8]? { await notifications.next()?.value }
 }
 
-@Suite("Virtual device over GATT")
+@Suite("Virtual device over GATT", .timeLimit(.minutes(5)))
 struct VirtualDeviceTests {
     @Test("Buttonless jump: indication confirmed → bootloader at address + 1 (no carry) named DfuTarg")
     func buttonlessJump() async throws {

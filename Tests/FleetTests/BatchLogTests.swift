@@ -9,7 +9,7 @@ import Testing
 
 @testable import Fleet
 
-@Suite struct BatchLogTests {
+@Suite(.timeLimit(.minutes(5))) struct BatchLogTests {
     static let date = Date(timeIntervalSince1970: 1_800_000_000)
 
     static func identity(_ index: Int, sha: String = Fixture.package.sha256) -> DeviceRecord.Identity {

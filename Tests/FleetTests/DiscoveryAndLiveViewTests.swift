@@ -5,7 +5,7 @@ import Testing
 
 @testable import Fleet
 
-@Suite struct DiscoveryTests {
+@Suite(.timeLimit(.minutes(5))) struct DiscoveryTests {
     static func advertisement(_ address: String, name: String?, services: [BluetoothUUID] = [SecureDFUUUID.service], rssi: Int8? = -50)
         -> Advertisement
     {
@@ -55,7 +55,7 @@ import Testing
     }
 }
 
-@Suite struct LiveViewTests {
+@Suite(.timeLimit(.minutes(5))) struct LiveViewTests {
     @Test func linesPerActiveDeviceAndTotals() throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         var view = LiveView(startedAt: start)
@@ -106,10 +106,10 @@ struct ScriptedAdapter: BLEAdapter {
     }
 }
 
-@Suite struct DeviceDiscoveryTests {
+@Suite(.timeLimit(.minutes(5))) struct DeviceDiscoveryTests {
     /// Scanning stops once `expect` devices are known: matched now, or known from the database (a device waiting
     /// in its bootloader matches no rule). The scan never ends by itself, so a missed stop would hang.
-    @Test(.timeLimit(.minutes(1))) func scanningStopsAtTheExpectedCount() async throws {
+    @Test(.timeLimit(.minutes(3))) func scanningStopsAtTheExpectedCount() async throws {
         let adapter = ScriptedAdapter(advertisements: [
             DiscoveryTests.advertisement("C6:05:04:03:02:01", name: "Bracelet-1"),
             DiscoveryTests.advertisement("C6:05:04:03:03:02", name: "Dfu030301"),

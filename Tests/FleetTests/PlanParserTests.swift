@@ -4,7 +4,7 @@ import Testing
 
 @testable import Fleet
 
-@Suite struct PlanParserTests {
+@Suite(.timeLimit(.minutes(5))) struct PlanParserTests {
     static let full = """
         # A line with two adapters.
         adapters:
@@ -143,7 +143,7 @@ import Testing
     }
 }
 
-@Suite struct ExamplePlanTests {
+@Suite(.timeLimit(.minutes(5))) struct ExamplePlanTests {
     /// Firmware/plans/line.yaml (the example in docs/batch.md) stays a valid plan.
     @Test func theExamplePlanParses() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -5,10 +5,10 @@ import Testing
 
 @testable import Fleet
 
-@Suite struct SchedulerTests {
+@Suite(.timeLimit(.minutes(5))) struct SchedulerTests {
     /// 12 devices on two adapters with two links each: never more than two per adapter or four in all, and the
     /// bound is reached (the fake holds every flash until four run at once).
-    @Test(.timeLimit(.minutes(1))) func concurrencyStaysWithinTheAdapterSlots() async throws {
+    @Test(.timeLimit(.minutes(3))) func concurrencyStaysWithinTheAdapterSlots() async throws {
         let (log, logURL) = try Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let flasher = FakeFlasher(hold: 4, total: 12)

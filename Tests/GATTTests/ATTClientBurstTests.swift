@@ -7,7 +7,7 @@ import Testing
 /// `ATTClient.commands(encoded:)` (a burst of Write Commands in one bearer call) and
 /// `ATTClient.notificationValues(handle:)` (notifications of one handle without a forwarding task), as conversation
 /// scripts against the peer end of an in-memory pair.
-@Suite(.timeLimit(.minutes(1))) struct ATTClientBurstTests {
+@Suite(.timeLimit(.minutes(3))) struct ATTClientBurstTests {
     let clock = ManualClock()
     let client: ATTClient
     let peer: InMemoryBearer

@@ -7,7 +7,7 @@ import Testing
 /// Core v5.4 Vol 3 Part F §3.2.8: ATT_MTU is the maximum size of any packet sent between client and server (23
 /// until an MTU exchange). A peer that sends a longer PDU is broken: the client closes the bearer with
 /// `.oversizePDU`. Conversation scripts: the test plays the peer on the other end of an in-memory pair.
-@Suite(.timeLimit(.minutes(1))) struct ATTClientOversizeTests {
+@Suite(.timeLimit(.minutes(3))) struct ATTClientOversizeTests {
     let clock = ManualClock()
     let client: ATTClient
     let peer: InMemoryBearer

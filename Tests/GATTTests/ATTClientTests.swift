@@ -6,7 +6,7 @@ import Testing
 
 /// ATT bearer rules of `ATTClient`, as conversation scripts: the test plays the peer on the other end of an
 /// in-memory pair and time runs on a manual clock.
-@Suite(.timeLimit(.minutes(1))) struct ATTClientTests {
+@Suite(.timeLimit(.minutes(3))) struct ATTClientTests {
     let clock = ManualClock()
     let client: ATTClient
     let peer: InMemoryBearer

@@ -6,7 +6,7 @@ import Testing
 
 /// GATT client against GATT server on an in-memory pair, comparing the exact PDU sequence
 /// (">" client to server, "<" server to client). ATT_MTU stays 23 unless a test exchanges it.
-@Suite(.timeLimit(.minutes(1))) struct GATTConversationTests {
+@Suite(.timeLimit(.minutes(3))) struct GATTConversationTests {
     @Test func discoverAllPrimaryServices() async throws {
         let link = Link()
         let services = try await link.client.discoverPrimaryServices()

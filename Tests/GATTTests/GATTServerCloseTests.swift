@@ -12,7 +12,7 @@ import Testing
 /// the suite's time limit) waiting for ever. These tests first send one more request: a server that closed never
 /// reads it (the client sees the link end), one that stayed open answers it, and `#require` stops the test before
 /// any wait that only a close would end.
-@Suite(.timeLimit(.minutes(1))) struct GATTServerCloseTests {
+@Suite(.timeLimit(.minutes(3))) struct GATTServerCloseTests {
     /// Sends a Read Request for the Device Name (0x0003) after the closing PDU; true when the link ended instead.
     static func nextRequestFails(_ client: GATTClient) async -> Bool {
         (try? await client.read(handle: 0x03)) == nil

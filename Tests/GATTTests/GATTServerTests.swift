@@ -4,7 +4,7 @@ import GATT
 import Testing
 
 /// `GATTServer` answers, scripted: the test plays the client on the other end of an in-memory pair.
-@Suite(.timeLimit(.minutes(1))) struct GATTServerTests {
+@Suite(.timeLimit(.minutes(3))) struct GATTServerTests {
     let clock = ManualClock()
     let delegate = RecordingDelegate()
     let server: GATTServer

@@ -2,7 +2,7 @@ import BLECore
 import GATT
 import Testing
 
-@Suite(.timeLimit(.minutes(1))) struct InMemoryBearerTests {
+@Suite(.timeLimit(.minutes(3))) struct InMemoryBearerTests {
     @Test func preservesMessageBoundariesAndOrder() async throws {
         let (a, b) = InMemoryBearer.makePair()
         try await a.send([1, 2, 3])

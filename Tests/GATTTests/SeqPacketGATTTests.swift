@@ -5,7 +5,7 @@ import Testing
 import VirtualRadio
 
 /// GATT client against GATT server over a real `socketpair(AF_UNIX, SOCK_SEQPACKET)`.
-@Suite(.timeLimit(.minutes(1))) struct SeqPacketGATTTests {
+@Suite(.timeLimit(.minutes(3))) struct SeqPacketGATTTests {
     @Test func discoverWriteNotifyAndLongReadOverASocketPair() async throws {
         let (clientEnd, serverEnd) = try SeqPacketBearer.makePair()
         let server = GATTServer(database: threeServiceDatabase(), bearer: serverEnd)

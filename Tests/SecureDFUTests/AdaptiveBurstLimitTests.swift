@@ -3,7 +3,7 @@ import Testing
 @testable import SecureDFU
 
 /// The sustainable burst: a loss in a burst longer than any clean one is blamed on the burst's length.
-@Suite struct AdaptiveBurstLimitTests {
+@Suite(.timeLimit(.minutes(5))) struct AdaptiveBurstLimitTests {
     static let objectPackets = 17
 
     /// Sends one object through the policy; `fails(burst)` says whether a burst of that many packets is lost.

@@ -6,7 +6,7 @@ import Testing
 @testable import SecureDFU
 
 /// The adaptive write mode as a state machine: checkpoint outcomes in, bursts, PRN and prepare delays out.
-@Suite struct AdaptiveStreamPacingTests {
+@Suite(.timeLimit(.minutes(5))) struct AdaptiveStreamPacingTests {
     /// 17 packets of 244 bytes make one 4096-byte object at ATT_MTU 247.
     static let objectPackets = 17
 

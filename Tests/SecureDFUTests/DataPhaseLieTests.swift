@@ -6,7 +6,7 @@ import Testing
 /// Lies that start in the data objects (after the init packet was executed), where a stale or repeated checksum
 /// answer could pass for a fresh one. Through the whole stack (`LyingSession`); every test checks that no wrong
 /// image is installed, that no success is reported without the right image, and that an honest rerun completes.
-@Suite(.timeLimit(.minutes(1))) struct DataPhaseLieTests {
+@Suite(.timeLimit(.minutes(5))) struct DataPhaseLieTests {
     /// Honest answers before the lies: Select Command, Create, Set PRN, Checksum, Execute, Set PRN, Select Data.
     static let dataPhase = LyingDeviceTests.dataPhase
 

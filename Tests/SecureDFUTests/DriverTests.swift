@@ -36,7 +36,7 @@ final class FakeTransport: DFUTransport, Sendable {
     }
 }
 
-@Suite struct DriverTests {
+@Suite(.timeLimit(.minutes(5))) struct DriverTests {
     let part = testPart(imageSize: 10_000)
 
     @Test func sendsAPartWithDropsAndKeepsTheJournal() async throws {
@@ -119,7 +119,7 @@ final class FakeTransport: DFUTransport, Sendable {
     }
 }
 
-@Suite struct JournalTests {
+@Suite(.timeLimit(.minutes(5))) struct JournalTests {
     @Test func recordsAndResetsPerPart() {
         var journal = DFUJournal(deviceAddress: "C0:FF:EE:00:00:01", packageSHA256: "abc")
         journal.record(DFUExecutedObject(index: 1, offset: 8192, crc: 2), part: 0)

@@ -4,7 +4,7 @@ import Testing
 @testable import SecureDFU
 
 /// `DriverTimer`: one sleeping task serves consecutive timers; a new one starts only for a timer due earlier.
-@Suite struct DriverTimerTests {
+@Suite(.timeLimit(.minutes(5))) struct DriverTimerTests {
     typealias Instant = ManualClock.Instant
     let start = ManualClock().now
 

@@ -47,7 +47,7 @@ final class FakeBootloaderApp: GATTServerDelegate {
     }
 }
 
-@Suite struct GATTTransportTests {
+@Suite(.timeLimit(.minutes(5))) struct GATTTransportTests {
     @Test func updatesThroughGATTOverAnInMemoryBearer() async throws {
         let (clientEnd, serverEnd) = InMemoryBearer.makePair(capacity: 64)
         let app = FakeBootloaderApp(device: FakeBootloader(), database: FakeBootloaderApp.database)

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDFU
 
 /// The state machine against the fake bootloader, in-process, with drops, corruption and link loss.
-@Suite struct LoopTests {
+@Suite(.timeLimit(.minutes(5))) struct LoopTests {
     let part = testPart(imageSize: 10_000)
 
     @Test(arguments: [

@@ -11,7 +11,7 @@ import Testing
 /// of the object on the device, so the checkpoint sees a CRC mismatch and the object is created again; with the
 /// fixed policies' bursts even after one slow-down (checksum every 4 packets) an object rarely got through, and
 /// the engine gave up. It now keeps slowing down while the failures are lost packets and the bursts still shrink.
-@Suite struct LossyLinkTests {
+@Suite(.timeLimit(.minutes(5))) struct LossyLinkTests {
     static let seeds = 1...8
 
     /// One run per seed against the simulator's bootloader with 3 % drops; every run installs the image. (Not

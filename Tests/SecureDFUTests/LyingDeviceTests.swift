@@ -90,7 +90,7 @@ struct LyingSession {
     }
 }
 
-@Suite struct LyingDeviceTests {
+@Suite(.timeLimit(.minutes(5))) struct LyingDeviceTests {
     func expectClearFailure(_ outcome: LyingSession.Outcome, _ codes: Set<DFUEngineError.Code>) {
         #expect(outcome.liesTold > 0)
         guard let failure = outcome.failure else {

@@ -12,7 +12,7 @@ import Testing
 /// the ATT client closes the link (`oversizePDU`) and the engine stops with a protocol error naming both lengths
 /// (`bledfu flash` exits 46 and keeps its journal). The policy is to stop, not reconnect: a broken device would
 /// break the next link the same way.
-@Suite struct OversizePDULieTests {
+@Suite(.timeLimit(.minutes(5))) struct OversizePDULieTests {
     /// The session's MTU exchange (Client Rx MTU 247, the simulator allows more) sets ATT_MTU 247.
     static let oversizeReason = "peer sent a 248-byte PDU (Handle Value Notification (0x1B)), longer than ATT_MTU 247"
 

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SecureDFU
 
-@Suite struct PlanningTests {
+@Suite(.timeLimit(.minutes(5))) struct PlanningTests {
     @Test func objectRanges() {
         #expect(DFUPlanning.objectRanges(imageSize: 0, maxObjectSize: 4096) == [])
         #expect(DFUPlanning.objectRanges(imageSize: 4096, maxObjectSize: 4096) == [0..<4096])
@@ -84,7 +84,7 @@ import Testing
     }
 }
 
-@Suite struct PacingTests {
+@Suite(.timeLimit(.minutes(5))) struct PacingTests {
     @Test(arguments: [
         ("prn:12", "prn:12", 12 as UInt16), ("checksum:8", "checksum:8", 0), ("object", "object", 0),
         ("burst:12:100ms", "burst:12:100ms", 0), ("adaptive", "adaptive", 0), ("ios", "ios", 12),

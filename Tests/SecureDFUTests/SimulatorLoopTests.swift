@@ -14,6 +14,8 @@ struct SimulatorLoop {
     var now: Duration = .zero
     var result: Result<Void, DFUEngineError>?
     var requests: [ControlPointRequest] = []
+    /// Every notification the device sent, in order.
+    var notifications: [[UInt8]] = []
 
     init(part: DFUPart, device: BootloaderStateMachine, configuration: SecureDFUConfiguration) {
         engine = SecureDFUStateMachine(part: part, configuration: configuration)
@@ -27,8 +29,10 @@ struct SimulatorLoop {
         var out: [[UInt8]] = []
         for action in device.handle(event, at: now) {
             switch action {
-            case .notify(let bytes): out.append(bytes)
-            case .attError, .disconnect, .reboot: return nil
+            case .notify(let bytes):
+                out.append(bytes)
+                notifications.append(bytes)
+            case .attError, .disconnect, .reboot, .resetAfterFlash: return nil
             case .flash, .wait, .fault: break
             }
         }
@@ -97,9 +101,9 @@ extension SimulatorLoop: CustomStringConvertible {
 enum SimulatorFixture {
     static let image = testBytes(10_000, seed: 11)  // 3 objects of at most 4096 bytes
 
-    static func profile(saveProgress: Bool = false) throws -> DeviceProfile {
+    static func profile(saveProgress: Bool = false, sdk: String = "15.3.0") throws -> DeviceProfile {
         DeviceProfile(
-            name: "Bracelet", address: try #require(BluetoothAddress("C0:11:22:33:44:FF")),
+            name: "Bracelet", sdkVersion: sdk, address: try #require(BluetoothAddress("C0:11:22:33:44:FF")),
             hwVersion: 52, softDeviceFWID: 0xB7, saveProgress: saveProgress, requireSignedApp: true, publicKeys: [],
             link: LinkParameters(receiveBuffers: 64), flash: FlashParameters(queueDepth: 64, bankSize: 200_704),
             speedup: .infinity)
@@ -117,7 +121,7 @@ enum SimulatorFixture {
     }
 }
 
-@Suite struct SimulatorLoopTests {
+@Suite(.timeLimit(.minutes(5))) struct SimulatorLoopTests {
     @Test(arguments: ["adaptive", "prn:12", "nrfutil", "ios"])
     func threeObjects(policy: String) throws {
         let device = BootloaderStateMachine(profile: try SimulatorFixture.profile())
@@ -177,7 +181,31 @@ enum SimulatorFixture {
     }
 }
 
-@Suite struct PackagePartTests {
+/// Issue 22: a repeated Execute answers 0x08 or success depending on the SDK version (docs/simulator.md, "Settled
+/// against the SDK sources"). The link drops right after the second Create Data; the engine resumes at 4096 with a
+/// matching CRC and executes "to be sure": SDK 15 kept the created, empty object (0x08), SDK 17 reloaded its settings
+/// (success). The engine goes on either way.
+@Suite(.timeLimit(.minutes(5))) struct RepeatedExecuteAnswerTests {
+    @Test(arguments: [("15.3.0", UInt8(0x08)), ("17.1.0", UInt8(0x01))])
+    func eitherAnswer(sdk: String, answer: UInt8) throws {
+        let faults = try FaultPlan(parsing: "disconnect-at=after-create-data#2")
+        let device = BootloaderStateMachine(
+            profile: try SimulatorFixture.profile(saveProgress: true, sdk: sdk), faults: faults)
+        var first = SimulatorLoop(part: SimulatorFixture.part(), device: device, configuration: SecureDFUConfiguration())
+        first.run()
+        #expect(first.failure?.code == .disconnected)
+        var second = SimulatorLoop(part: SimulatorFixture.part(), device: first.device, configuration: SecureDFUConfiguration())
+        second.run()
+        let succeeded = second.succeeded
+        #expect(succeeded, "\(String(describing: second.failure))")
+        #expect(second.device.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(SimulatorFixture.image))
+        // The first Execute of the second connection is the resume's, answered as the version does.
+        let executes = second.notifications.filter { $0.count >= 3 && $0[0] == 0x60 && $0[1] == 0x04 }
+        #expect(executes.dropFirst().first == [0x60, 0x04, answer], "\(executes)")
+    }
+}
+
+@Suite(.timeLimit(.minutes(5))) struct PackagePartTests {
     @Test func partsFromABuiltPackage() throws {
         var builder = PackageBuilder()
         builder.application = PackageBuilder.Image(stem: "app", bytes: testBytes(5000, seed: 4))

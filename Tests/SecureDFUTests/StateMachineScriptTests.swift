@@ -62,7 +62,7 @@ func play(
     }
 }
 
-@Suite struct StateMachineScriptTests {
+@Suite(.timeLimit(.minutes(5))) struct StateMachineScriptTests {
     let part = testPart(imageSize: 8192, initSize: 141)
     var initCRC: UInt32 { CRC32.checksum(part.initPacket) }
     func crc(_ n: Int) -> UInt32 { CRC32.checksum(part.image[0..<n]) }

@@ -1,6 +1,7 @@
 import BLECore
 import DFUProtocol
 import GATT
+import DFUCore
 import Synchronization
 import Testing
 
@@ -33,7 +34,7 @@ final class HookedTransport: DFUTransport, Sendable {
     var mtu: Int { get async { await inner.mtu } }
 }
 
-@Suite struct StopAtASafePointTests {
+@Suite(.timeLimit(.minutes(5))) struct StopAtASafePointTests {
     let part = testPart(imageSize: 10_000)  // objects end at 4096, 8192, 10 000
 
     /// `requestStop()` during object 1 ends the run right after object 1 is executed and journaled: no Abort, no
@@ -100,7 +101,7 @@ final class HookedTransport: DFUTransport, Sendable {
     }
 }
 
-@Suite struct ReconnectPolicyTests {
+@Suite(.timeLimit(.minutes(5))) struct ReconnectPolicyTests {
     @Test func backoffDoublesUpToTheCap() {
         let policy = ReconnectPolicy(attempts: 7)
         #expect(policy.episodeDelays == [0.5, 1, 2, 4, 8, 8, 8].map { Duration.milliseconds(Int64($0 * 1000)) })
@@ -172,7 +173,7 @@ final class MisbehavingTransport: DFUTransport, Sendable {
     var mtu: Int { get async { await inner.mtu } }
 }
 
-@Suite struct UnacknowledgedRequestTests {
+@Suite(.timeLimit(.minutes(5))) struct UnacknowledgedRequestTests {
     let part = testPart(imageSize: 10_000)  // 1 init Execute + 3 data Executes
 
     /// The last Execute's write fails: the engine cannot know whether it took effect, says so, and does not claim

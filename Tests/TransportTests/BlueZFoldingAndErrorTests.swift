@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite struct BlueZFoldingTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZFoldingTests {
     static let device = PeerAddress(BluetoothAddress("C0:FF:EE:00:00:01")!, type: .random)
 
     static func report(scanResponse: Bool = false, rssi: Int8?, data: [UInt8]) -> HCIAdvertisingReport {
@@ -54,7 +54,7 @@ import Glibc
     }
 }
 
-@Suite struct BlueZErrorTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZErrorTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var errno: Int32
         var operation: BlueZOperation

@@ -3,7 +3,7 @@ import BlueZTransport
 import Testing
 
 /// HCI command encoding and event decoding as byte vectors (Core Vol 4 Part E 5.4, 7.7.65.2, 7.7.65.13).
-@Suite struct BlueZHCICodecTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZHCICodecTests {
     @Test func legacyScanCommands() {
         // 01 | 0B 20 | 07 | type 01 (active) | interval 0010 | window 0010 | own public | filter 0
         #expect(HCICommand.leSetScanParameters(active: true).packet == [0x01, 0x0B, 0x20, 0x07, 0x01, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00])

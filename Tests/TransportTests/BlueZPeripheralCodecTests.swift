@@ -4,7 +4,7 @@ import Testing
 
 /// The HCI commands of the peripheral role and of link tuning, and the link events, as byte vectors
 /// (Core Vol 4 Part E 7.1.6, 7.8.4-7.8.9, 7.8.18, 7.8.33, 7.8.47, 7.8.49, 7.7.5, 7.7.65.3/7/12).
-@Suite struct BlueZPeripheralCodecTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZPeripheralCodecTests {
     static let bracelet = BluetoothAddress("C6:05:04:03:02:01")!
 
     @Test func advertisingCommands() {
@@ -137,7 +137,7 @@ import Testing
 }
 
 /// A connect waits for every scan of the process to end (their disable included).
-@Suite struct BlueZScanActivityTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZScanActivityTests {
     @Test func connectWaitsForTheLastScan() async {
         let activity = ScanActivity()
         await activity.waitIdle()  // idle: returns at once

@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// The peripheral role and link tuning at the syscall boundary (PlatformIO's SyscallMock).
-@Suite struct BlueZPeripheralSyscallTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZPeripheralSyscallTests {
     static let listener = 9001
     static let hci = 9002
     static let adapter = BlueZAdapterInfo(id: 1, name: "hci1", address: BluetoothAddress("00:AA:01:01:00:01"), isUp: true)

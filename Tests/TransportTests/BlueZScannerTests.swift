@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// Adapter lookup and the HCI scan sequence at the syscall boundary (PlatformIO's SyscallMock).
-@Suite struct BlueZScannerTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZScannerTests {
     static let fd = 9999
     static let adapter = BlueZAdapterInfo(id: 0, name: "hci0", address: BluetoothAddress("00:1A:7D:DA:71:13"), isUp: true)
 

@@ -13,7 +13,7 @@ import Glibc
 /// Waiting for an L2CAP socket's send queue before HCI Disconnect, at the syscall boundary (PlatformIO's
 /// SyscallMock). The kernel answers TIOCOUTQ on Bluetooth sockets with the free space of the send buffer, so
 /// "drained" is an answer equal to SO_SNDBUF.
-@Suite struct BlueZSendQueueTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZSendQueueTests {
     static let socket = SocketDescriptor(rawValue: 7001)
     static let sendBuffer = 16_384
 

@@ -21,7 +21,7 @@ private func kernelHasBluetooth() -> Bool {
 private let peer = PeerAddress(BluetoothAddress("C0:FF:EE:00:00:01")!, type: .random)
 
 /// Against the real kernel: on a machine without Bluetooth both operations fail with one clear line.
-@Suite struct BlueZNoKernelTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZNoKernelTests {
     @Test func connectWithoutBluetoothInKernel() async {
         for name in ["hci99", nil] as [String?] {
             if name == nil && kernelHasBluetooth() { continue }  // would really try to connect
@@ -57,7 +57,7 @@ private let peer = PeerAddress(BluetoothAddress("C0:FF:EE:00:00:01")!, type: .ra
 
 #if ENABLE_MOCKING
 /// The L2CAP and HCI socket sequences at the syscall boundary, answered by PlatformIO's SyscallMock.
-@Suite struct BlueZSyscallSequenceTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZSyscallSequenceTests {
     static let fd = 9999
 
     @Test func l2capConnectSequence() async throws {

@@ -6,7 +6,7 @@ import Testing
 import VirtualRadio
 
 /// btsnoop capture files: exact bytes, and decoding by tshark (Wireshark) when installed.
-@Suite struct CaptureTests {
+@Suite(.timeLimit(.minutes(5))) struct CaptureTests {
     static let tsharkPath: String? = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }

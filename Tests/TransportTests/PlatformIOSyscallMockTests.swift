@@ -5,7 +5,7 @@ import SystemPackage
 import Testing
 
 /// The syscall policy (EINTR retried, EAGAIN as a value) and the socket bearer at the syscall boundary.
-@Suite struct PlatformIOSyscallMockTests {
+@Suite(.timeLimit(.minutes(5))) struct PlatformIOSyscallMockTests {
     /// A descriptor number no real socket uses in these tests: every call on it is scripted.
     let fakeFD = SocketDescriptor(rawValue: 9999)
 

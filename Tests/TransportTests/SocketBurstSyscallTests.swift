@@ -5,7 +5,7 @@ import SystemPackage
 import Testing
 
 /// sendmmsg(2) / recvmmsg(2) at the syscall boundary: EINTR retried, EAGAIN a value, partial sends resumed.
-@Suite struct SocketBurstSyscallTests {
+@Suite(.timeLimit(.minutes(5))) struct SocketBurstSyscallTests {
     let fakeFD = SocketDescriptor(rawValue: 9998)
     let burst: [[UInt8]] = [[0x52, 0x10, 0x00, 0x01], [0x52, 0x10, 0x00, 0x02, 0x02], [0x52, 0x10, 0x00, 0x03]]
 

@@ -7,7 +7,7 @@ import VirtualRadio
 
 /// Bursts over real socketpair(AF_UNIX, SOCK_SEQPACKET): `send(burst:)` (sendmmsg) and `receive(upTo:)` (recvmmsg)
 /// keep every PDU whole and in order, exactly as one `send` / `receive` per PDU would.
-@Suite struct SocketBurstTests {
+@Suite(.timeLimit(.minutes(5))) struct SocketBurstTests {
     /// PDU `index` of a test burst: a Write Command whose value names its index and has its own length.
     static func pdu(_ index: Int) -> [UInt8] {
         [0x52, 0x10, 0x00, UInt8(index & 0xFF), UInt8(index >> 8)] + [UInt8](repeating: UInt8(index & 0xFF), count: index % 40)

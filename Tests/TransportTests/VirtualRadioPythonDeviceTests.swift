@@ -4,7 +4,7 @@ import Testing
 import VirtualRadio
 
 /// Drives tools/example-virtual-device.py (written against docs/virtual-radio.md only) with raw ATT PDUs.
-@Suite struct VirtualRadioPythonDeviceTests {
+@Suite(.timeLimit(.minutes(5))) struct VirtualRadioPythonDeviceTests {
     static let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }

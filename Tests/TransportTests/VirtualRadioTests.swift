@@ -17,7 +17,7 @@ func collect(_ stream: AsyncThrowingStream<Advertisement, any Error>) async thro
     return out
 }
 
-@Suite struct VirtualRadioTests {
+@Suite(.timeLimit(.minutes(5))) struct VirtualRadioTests {
     let alpha = PeerAddress(BluetoothAddress("C0:FF:EE:00:00:01")!, type: .random)
     let beta = PeerAddress(BluetoothAddress("C0:FF:EE:00:00:02")!, type: .public)
     let dfuService = BluetoothUUID(0xFE59)

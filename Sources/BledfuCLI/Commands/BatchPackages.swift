@@ -1,3 +1,5 @@
+import BledfuKit
+import DFUCore
 import DFUPackage
 import Fleet
 import Foundation
@@ -49,7 +51,12 @@ enum BatchPlanFiles {
         let package = try PackageCLI.loadForFlash(path)
         let report = package.verify(keys: try PackageCLI.publicKeysForFlash(keys))
         if let first = report.errors.first { throw PackageCLI.cliError(first) }
-        let sha = try FlashSession.sha256(ofFile: path)
+        let sha: String
+        do {
+            sha = try PackageSource(contentsOf: URL(fileURLWithPath: path)).sha256
+        } catch {
+            throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+        }
         return PackageInfo(
             path: path, sha256: sha, targetVersion: package.part(.application)?.initCommand?.fwVersion,
             totalBytes: package.parts.reduce(0) { $0 + $1.image.count })

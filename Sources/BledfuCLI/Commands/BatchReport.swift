@@ -1,3 +1,4 @@
+import BledfuKit
 import ArgumentParser
 import Fleet
 import Foundation

@@ -74,3 +74,19 @@ enum PackageCLI {
         }
     }
 }
+
+extension PackageCLI {
+    static func loadForFlash(_ path: String) throws(CLIError) -> FirmwarePackage {
+        do { return try load(path) } catch let error as CLIError { throw error } catch { throw CLIError("\(error)", exitCode: BledfuExit.packageInvalid) }
+    }
+
+    static func publicKeysForFlash(_ paths: [String]) throws(CLIError) -> [P256.Signing.PublicKey] {
+        do {
+            return try publicKeys(paths)
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("\(error)", exitCode: BledfuExit.packageInvalid)
+        }
+    }
+}

@@ -66,7 +66,12 @@ extension LegacyBootloader {
         let page = max(profile.layout.pageSize, 1)
         // dfu_prepare_func_swap_erase clears all of bank 1; dfu_prepare_func_app_erase clears bank 0 for the image.
         let eraseBytes = intoBank1 ? banked : Int(imageSize)
-        let operation = flash.erase(offset: 0, pages: (eraseBytes + page - 1) / page, now: now)
+        // pstorage_clear fails when its queue is full (NRF_ERROR_NO_MEM): dfu_start_pkt_handle returns the error,
+        // which the transport answers as Operation Failed.
+        guard let operation = flash.erase(offset: 0, pages: (eraseBytes + page - 1) / page, now: now) else {
+            state = .idle
+            return .operationFailed
+        }
         eraseDoneAt = operation.completesAt
         erasingBank0 = !intoBank1
         return nil

@@ -230,6 +230,11 @@ public struct LegacyBootloader: Sendable {
             stalled = true
             return [record]
         case .reject: return [record]
+        case .flashBusy:
+            // Another module's operations fill the pstorage queue: a Start that follows cannot queue its erase,
+            // and data writes are dropped until it drains.
+            flash.fill(now: now)
+            return [record]
         case .powerLoss:
             flash.powerLoss(now: now)
             return [record, .reboot(into: bootTarget)]
