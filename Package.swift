@@ -67,7 +67,7 @@ var targets: [Target] = [
     // Layer 7: the Legacy DFU family (nRF5 SDK <= 11, Adafruit, InfiniTime): wire codec, state machine, driver, pure.
     .target(
         name: "LegacyDFU",
-        dependencies: ["BLECore", "ATT", "GATT", "DFUPackage", log],
+        dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
@@ -114,7 +114,7 @@ var targets: [Target] = [
     .target(
         name: "BledfuKit",
         dependencies: [
-            "BLECore", "GATT", "DFUCore", "SecureDFU", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "LegacyDFU", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"), log,
         ],
         swiftSettings: swiftSettings
@@ -191,7 +191,7 @@ var targets: [Target] = [
     .testTarget(
         name: "BledfuKitTests",
         dependencies: [
-            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "LegacyDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
         ],
         swiftSettings: swiftSettings
     ),
