@@ -178,3 +178,54 @@ final class LegacySimulator {
         #expect(opcodes.split(separator: "\n").filter { $0 == "0x52" }.count >= 20_684 / 20)
     }
 }
+
+/// `bledfu batch` with Secure and Legacy devices in one plan: each device gets the package of its class and its own
+/// family's protocol.
+@Suite struct LegacyBatchTests {
+    @Test func aPlanMixesSecureAndLegacyDevices() throws {
+        let line = try BatchLine()
+        defer { line.cleanUp() }
+        try line.simulate(["bracelet", "sdk11-nrf51", "pinetime"], ["--public-key", FlashFixture.publicKey.path], speedup: 50)
+        try line.waitForDevices(3)
+        let samples = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples").path
+        let plan = line.directory.appendingPathComponent("mixed.yaml")
+        try Data(
+            """
+            adapters:
+              - name: virtual:\(line.radio.path)
+                connections: 3
+            classes:
+              bracelet:
+                package: \(samples)/bracelet-app-v2.zip
+              hrm:
+                package: \(samples)/sdk11-nrf51-app-v2.zip
+              watch:
+                package: \(samples)/pinetime-app-v2.zip
+            devices:
+              - address: C6:05:04:03:02:01
+                class: bracelet
+              - address: E1:5D:11:51:00:01
+                class: hrm
+              - address: E7:1E:71:3E:00:01
+                class: watch
+            flash:
+              reboot_delay: 0.1
+              scan_timeout: 20
+              timeout: 20
+
+            """.utf8
+        ).write(to: plan)
+        let result = try CLIRunner.run(["batch", plan.path, "--json"] + line.batchArguments, timeout: 240)
+        #expect(result.status == 0, "\(result.stderr)")
+        for (address, sample) in [
+            ("C6:05:04:03:02:01", "bracelet-app-v2.zip"), ("E1:5D:11:51:00:01", "sdk11-nrf51-app-v2.zip"),
+            ("E7:1E:71:3E:00:01", "pinetime-app-v2.zip"),
+        ] {
+            let sha = try BatchLine.imageSHA(sample)
+            #expect(BatchLine.applicationSHA(line.waitForApplication(address, sha256: sha) ?? [:]) == sha, "\(address)")
+        }
+        let report = try line.report()
+        #expect(report.count == 3)
+        #expect(report.values.allSatisfy { $0.record["status"] as? String == "done" }, "\(report.mapValues(\.record))")
+    }
+}
