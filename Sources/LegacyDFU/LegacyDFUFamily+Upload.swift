@@ -30,6 +30,10 @@ extension LegacyDFUFamily {
                 family: id)
         }
         var journal = context.resume ?? LegacyJournal(partIndex: context.index)
+        // A journal from the start of the attempt: a killed run leaves it for `bledfu resume` and the next run,
+        // which records the lost attempt.
+        journal.beginAttempt(part: context.index)
+        await context.checkpoint(journal, confirmedBytes: 0)
         let base = (try? LegacyPacingPolicies.parse(options.pacing)) ?? LegacyAdaptivePacing()
         var configuration = LegacyDFUConfiguration(
             pacing: journal.pacing(base, for: context.index), responseTimeout: options.responseTimeout,
@@ -40,13 +44,22 @@ extension LegacyDFUFamily {
         let previous = earlier.map(\.bytesResent).max() ?? 0
         let driver = LegacyDFUDriver(
             transport: transport, clock: context.update.clock, configuration: configuration, logger: context.update.logger)
+        let started = journal
         let reporter = Task {
+            var saved = 0
             for await report in driver.progress {
                 let p = report.progress
                 context.progress(
                     PartProgress(
                         bytesConfirmed: p.bytesConfirmed, totalBytes: p.totalBytes, retries: earlier.count,
                         bytesResent: min(p.bytesSent, previous)))
+                // Now and then the bytes sent, so that a run killed here tells the next one what it lost.
+                if p.bytesSent - saved >= Self.attemptCheckpointBytes {
+                    saved = p.bytesSent
+                    var progress = started
+                    progress.attemptBytes = p.bytesSent
+                    await context.checkpoint(progress, confirmedBytes: 0)
+                }
             }
         }
         let result: Result<Void, LegacyDFUError>
@@ -75,6 +88,9 @@ extension LegacyDFUFamily {
         let next = error.code == .disconnected ? DeviceLocation(link.peer).merged(with: around) : around
         throw DFUError(.linkLost, "\(part.name): \(error.reason)", cause: error, family: id, location: next)
     }
+
+    /// How often (bytes sent) an attempt's progress goes into the journal.
+    static let attemptCheckpointBytes = 8192
 
     /// The engine's error in the family vocabulary (the engine's error stays the cause).
     static func map(_ error: LegacyDFUError, location: DeviceLocation) -> DFUError {

@@ -134,14 +134,21 @@ final class LegacySimulator {
         flash.standardOutput = FileHandle.nullDevice
         flash.standardError = FileHandle.nullDevice
         try flash.run()
-        let midway = simulator.wait(address, attempts: 3000) { $0.transfer.dataReceived >= 4000 }
+        let midway = simulator.wait(address, attempts: 3000) { $0.transfer.dataReceived >= 12_000 }
         kill(flash.processIdentifier, SIGKILL)
         flash.waitUntilExit()
         let received = midway?.transfer.dataReceived ?? 0
-        #expect(received >= 4000 && received < 65536, "killed at \(received)")
+        #expect(received >= 12_000 && received < 65536, "killed at \(received)")
+        // `bledfu resume` finds the killed run's journal (saved when the attempt began, and every 8 KiB).
         let rerun = try CLIRunner.run(
-            ["flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", address, "--state-dir", state.path], timeout: 120)
+            ["resume", "--adapter", "virtual:\(simulator.radio)", "--device", address, "--state-dir", state.path, "--json"],
+            timeout: 120)
         #expect(rerun.status == 0, "\(rerun.stderr)")
+        let events = CLIRunner.events(rerun)
+        #expect(events.contains { ($0["message"] as? String)?.contains("busy with an earlier transfer") == true }, "\(rerun.stdout)")
+        // The summary counts what the killed run had sent (at its last journal checkpoint) as sent again.
+        let result = events.last { $0["event"] as? String == "result" }
+        #expect((result?["bytesResent"] as? Int ?? 0) >= 8192, "\(String(describing: result))")
         let image = try #require(try FirmwarePackage(contentsOf: URL(fileURLWithPath: package)).part(.application)).image
         let done = simulator.wait(address) { $0.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(image) }
         #expect(done?.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(image))
