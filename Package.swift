@@ -67,7 +67,7 @@ var targets: [Target] = [
     // Layer 7: the Legacy DFU family (nRF5 SDK <= 11, Adafruit, InfiniTime): wire codec, state machine, driver, pure.
     .target(
         name: "LegacyDFU",
-        dependencies: ["BLECore", "ATT", "GATT", "DFUPackage", log],
+        dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
@@ -137,7 +137,7 @@ var targets: [Target] = [
     .target(
         name: "BledfuKit",
         dependencies: [
-            "BLECore", "GATT", "DFUCore", "SecureDFU", "MCUmgr", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "LegacyDFU", "MCUmgr", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"), log,
         ],
         swiftSettings: swiftSettings
@@ -154,7 +154,7 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage", "LineStore",
+            "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage", "LineStore",
             "LineDashboard",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -215,7 +215,7 @@ var targets: [Target] = [
     .testTarget(
         name: "BledfuKitTests",
         dependencies: [
-            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "LegacyDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
             "MCUmgr", "MCUbootImage",
         ],
         swiftSettings: swiftSettings

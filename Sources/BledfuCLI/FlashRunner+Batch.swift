@@ -6,6 +6,7 @@ import Fleet
 import Foundation
 import GATT
 import PlatformIO
+import LegacyDFU
 import Synchronization
 
 /// The line's per-device flash (issue #6): each device runs the whole `bledfu flash` (buttonless jump, multi-part,
@@ -65,6 +66,18 @@ struct ProcessFlasher: DeviceFlasher {
             if let dfu = services.first(where: { $0.uuid == SecureDFUUUID.service }) {
                 let uuids = Set(try await gatt.discoverCharacteristics(of: dfu).map(\.uuid))
                 if uuids.contains(SecureDFUUUID.controlPoint) { return DeviceProbe(mode: .bootloader) }
+            }
+            if let legacy = services.first(where: { $0.uuid == LegacyDFUUUID.service }) {
+                // A Legacy DFU bootloader: the DFU Version and the bootloader's services alone (legacy-dfu.md §8.4).
+                let characteristics = try await gatt.discoverCharacteristics(of: legacy)
+                var version: LegacyDFUVersion?
+                if let characteristic = characteristics.first(where: { $0.uuid == LegacyDFUUUID.version }) {
+                    version = try? LegacyDFUVersion(decoding: try await gatt.read(handle: characteristic.valueHandle))
+                }
+                let hasPacket = characteristics.contains { $0.uuid == LegacyDFUUUID.packet }
+                if case .bootloader? = LegacyDetection.mode(services: services.map(\.uuid), version: version, hasPacket: hasPacket) {
+                    return DeviceProbe(mode: .bootloader)
+                }
             }
             var version: UInt32?
             if let information = services.first(where: { $0.uuid == BluetoothUUID(0x180A) }),

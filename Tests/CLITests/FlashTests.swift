@@ -113,18 +113,18 @@ import Testing
         #expect(result.errorLines.count == 1)
     }
 
-    /// `--family` names a family the updater must know: with only Secure DFU registered, `legacy` is refused in one
-    /// line (a usage error) before anything connects.
+    /// `--family` names a family the updater must know: another one is refused in one line (a usage error) before
+    /// anything connects.
     @Test func unknownFamilyIsAUsageError() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 1000)
         let result = try CLIRunner.run([
             "flash", package, "--adapter", "virtual:\(directory.path)", "--device", FlashFixture.device,
-            "--family", "legacy",
+            "--family", "zigbee",
         ])
         #expect(result.status == BledfuExit.usage, "exit \(result.status): \(result.stderr)")
-        #expect(result.errorLines == ["bledfu: error: no family 'legacy' is registered (available: secure, smp)"])
+        #expect(result.errorLines == ["bledfu: error: no family 'zigbee' is registered (available: secure, legacy, smp)"])
     }
 
     @Test func helpDocumentsTheDFUExitCodes() throws {
