@@ -244,7 +244,7 @@ var targets: [Target] = [
     .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
     .testTarget(
         name: "MCUbootImageTests",
-        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", .product(name: "Crypto", package: "swift-crypto")],
+        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", "PlatformIO", .product(name: "Crypto", package: "swift-crypto")],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -275,7 +275,7 @@ var targets: [Target] = [
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "PlatformIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
             "VirtualRadio", "Fleet", "LineStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],

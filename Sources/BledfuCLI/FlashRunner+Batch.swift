@@ -151,10 +151,11 @@ struct ProcessFlasher: DeviceFlasher {
             // Blocking reads on a thread of its own: a child that stops writing never holds up the others.
             var buffer = Data()
             while true {
-                let chunk = reader.availableData
+                // A read error other than EINTR ends the stream like end of file; the exit status still decides.
+                let chunk = (try? BlockingRead.chunk(fd: reader.fileDescriptor)) ?? []
                 if chunk.isEmpty { break }
                 watchdog.touch()
-                buffer.append(chunk)
+                buffer.append(contentsOf: chunk)
                 while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                     parser.consume(buffer[buffer.startIndex..<newline])
                     buffer.removeSubrange(buffer.startIndex...newline)

@@ -1,4 +1,5 @@
 import Foundation
+import PlatformIO
 import Testing
 
 /// Runs the built `bledfu` binary (built next to the test bundle) and captures its output.
@@ -48,12 +49,12 @@ struct CLIRunner {
         nonisolated(unsafe) var errData = Data()
         group.enter()
         DispatchQueue.global().async {
-            outData = out.fileHandleForReading.readDataToEndOfFile()
+            outData = Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? [])
             group.leave()
         }
         group.enter()
         DispatchQueue.global().async {
-            errData = err.fileHandleForReading.readDataToEndOfFile()
+            errData = Data((try? BlockingRead.toEnd(fd: err.fileHandleForReading.fileDescriptor)) ?? [])
             group.leave()
         }
         while process.isRunning && Date() < deadline { usleep(10_000) }

@@ -1,6 +1,7 @@
 import DFUCore
 import BledfuKit
 import Foundation
+import PlatformIO
 import SecureDFU
 import Testing
 
@@ -102,7 +103,7 @@ import Testing
         #expect(messages.wait(for: "stopping after the current object", seconds: 60), "\(messages.collected)")
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu: interrupted"), "\(stderr)")
         #expect(!JournalFileStore.all(in: state).isEmpty)
