@@ -11,5 +11,6 @@ extension BledfuCommand {
         ResumeCommand.self,
         BatchCommand.self,
         BenchCommand.self,
+        ExitCodesCommand.self,
     ]
 }

@@ -1,27 +1,22 @@
 /// `bledfu batch` exit codes (50-59), documented in docs/batch.md. 0 means every device is done or skipped.
 enum BatchExit {
     /// The run finished and at least one device failed (see `bledfu batch report`).
-    static let devicesFailed: Int32 = 50
+    static let devicesFailed = ExitCodeRegistry.code("batch-devices-failed")
     /// The plan was rejected before anything connected (the message names the line).
-    static let planInvalid: Int32 = 51
+    static let planInvalid = ExitCodeRegistry.code("batch-plan-invalid")
     /// The line stopped after `stop_after_failures` failed devices; the rest stay pending.
-    static let lineStopped: Int32 = 52
+    static let lineStopped = ExitCodeRegistry.code("batch-line-stopped")
     /// The database could not be opened or written.
-    static let databaseError: Int32 = 53
+    static let databaseError = ExitCodeRegistry.code("batch-database")
     /// The plan's discovery found no device and the plan lists none.
-    static let noDevices: Int32 = 54
+    static let noDevices = ExitCodeRegistry.code("batch-no-devices")
     /// `bench batch`: the parallel run took longer than `--max-ratio` times the single run.
-    static let benchGoalMissed: Int32 = 55
+    static let benchGoalMissed = ExitCodeRegistry.code("bench-goal-missed")
 
-    static let table: [(Int32, String)] = [
-        (0, "every device is done or skipped"),
-        (devicesFailed, "at least one device failed (bledfu batch report)"),
-        (planInvalid, "the plan is invalid (line and reason printed); nothing connected"),
-        (lineStopped, "the line stopped after stop_after_failures failed devices"),
-        (databaseError, "the batch database cannot be opened or written"),
-        (noDevices, "no device found"),
-        (BledfuExit.interrupted, "stopped by Ctrl-C; running devices stopped at a safe point (rerun to finish)"),
-    ]
+    /// The codes `batch` ends with, as the registry words them.
+    static let table: [(Int32, String)] = ExitCodeRegistry.entries
+        .filter { [BledfuExit.success, BledfuExit.interrupted].contains($0.code) || (50...54).contains($0.code) }
+        .map { ($0.code, $0.meaning) }
 
     static var helpText: String { "Exit codes:\n" + table.map { "  \($0.0)\t\($0.1)" }.joined(separator: "\n") }
 }
