@@ -119,6 +119,12 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
+    // The simulator host (`bledfu simulate`): hosted virtual devices on a BLEPeripheral (virtual radio, BlueZ).
+    .target(
+        name: "SimulatorHost",
+        dependencies: ["BLECore", "DFUSimulator", "PlatformIO", "VirtualRadio", log],
+        swiftSettings: swiftSettings
+    ),
     // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
     // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
     .target(
@@ -131,7 +137,7 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage",
+            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "SimulatorHost", "CBOR", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),

@@ -3,6 +3,8 @@ import BLECore
 import DFUPackage
 import DFUSimulator
 import Foundation
+import Logging
+import SimulatorHost
 
 /// `--device NAME[:COUNT]`: a profile in Firmware/ (or a path to a profile JSON) and how many instances to run.
 struct SimulatedDeviceRequest: Hashable, Sendable {
@@ -34,6 +36,20 @@ struct SimulatedDeviceSpec: Sendable {
 
     /// The identity (application-mode) address: the key of its status and state files.
     var identity: BluetoothAddress { profile.address }
+
+    /// The device as the host makes it: restored from `--state-dir`, reporting to the host's status files.
+    func hostedEntry(stateDirectory: String?) -> HostedDeviceEntry {
+        let spec = self
+        return HostedDeviceEntry(identity: identity, name: profile.name) { reporter in
+            let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(spec.identity, from: $0) }
+            let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
+                stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
+            return VirtualDevice(
+                profile: spec.profile, faults: spec.faults, clock: ContinuousClock(),
+                statusSink: { state in reporter.publish(state) }, restoring: restoring, persistentSink: persistentSink,
+                logger: Logger(label: "bledfu.simulator.\(spec.profile.name)"))
+        }
+    }
 }
 
 /// Profile lookup and command-line overrides for `bledfu simulate`.
@@ -120,14 +136,10 @@ enum SimulatorProfiles {
 /// File names of the simulator.
 enum SimulatorFiles {
     /// "C6-05-04-03-02-01.json": a device's status or state file, by identity address.
-    static func stateName(_ address: BluetoothAddress) -> String {
-        address.description.replacingOccurrences(of: ":", with: "-") + ".json"
-    }
+    static func stateName(_ address: BluetoothAddress) -> String { SimulatorHostFiles.stateName(address) }
 
     /// "C6-05-04-03-02-01.state.json": a device's flash and bootloader settings (`--state-dir`).
-    static func persistentStateName(_ address: BluetoothAddress) -> String {
-        address.description.replacingOccurrences(of: ":", with: "-") + ".state.json"
-    }
+    static func persistentStateName(_ address: BluetoothAddress) -> String { SimulatorHostFiles.persistentStateName(address) }
 
     /// The flash and settings `--state-dir` kept for the device with this identity (nil when absent or unreadable).
     static func loadPersistentState(_ identity: BluetoothAddress, from stateDirectory: String)
