@@ -22,6 +22,8 @@ var targets: [Target] = [
         path: "Sources/CBlueZShim",
         linkerSettings: [.linkedLibrary("bluetooth")]
     ),
+    // Layer 0: C declarations of the Linux calls Swift's Glibc module leaves out (epoll, sendmmsg/recvmmsg).
+    .target(name: "CLinuxShim", path: "Sources/CLinuxShim"),
     // Layer 1: pure value types shared by every layer (bytes, addresses, UUIDs, CRCs, the bearer protocol).
     .target(name: "BLECore", dependencies: [log], swiftSettings: swiftSettings),
     // Layer 2: ATT PDU codec (pure).
@@ -31,7 +33,7 @@ var targets: [Target] = [
     // Layer 4: transports. Every syscall goes through PlatformIO/Syscalls.swift.
     .target(
         name: "PlatformIO",
-        dependencies: ["BLECore", "CBlueZShim", .product(name: "SystemPackage", package: "swift-system"), log],
+        dependencies: ["BLECore", "CLinuxShim", .product(name: "SystemPackage", package: "swift-system"), log],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
     .target(name: "VirtualRadio", dependencies: ["BLECore", "ATT", "PlatformIO", log], swiftSettings: swiftSettings),
@@ -185,7 +187,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "TransportTests",
-        dependencies: ["PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "BLECore", "ATT", "GATT"],
+        dependencies: ["PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "CLinuxShim", "BLECore", "ATT", "GATT"],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
     .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "GATT", "BLECore"], swiftSettings: swiftSettings),
