@@ -69,7 +69,7 @@ var targets: [Target] = [
     // Layer 7: the Legacy DFU family (nRF5 SDK <= 11, Adafruit, InfiniTime): wire codec, state machine, driver, pure.
     .target(
         name: "LegacyDFU",
-        dependencies: ["BLECore", "ATT", "GATT", "DFUPackage", log],
+        dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
@@ -98,7 +98,11 @@ var targets: [Target] = [
     // Layer 7'': MCUmgr SMP (framing, groups, the BLE transport, the upload engine and update flows), pure.
     .target(
         name: "MCUmgr",
-        dependencies: ["BLECore", "ATT", "GATT", "CBOR", .product(name: "Crypto", package: "swift-crypto"), log],
+        dependencies: [
+            "BLECore", "ATT", "GATT", "CBOR", "DFUCore", "DFUPackage", "MCUbootImage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            log,
+        ],
         swiftSettings: swiftSettings
     ),
     // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
@@ -108,7 +112,26 @@ var targets: [Target] = [
             "BLECore", "DFUProtocol", "DFUPackage", "SecureDFU",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Yams", package: "Yams"),
+            .product(name: "Crypto", package: "swift-crypto"),
             log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 8': the line's shared store on PostgreSQL (PostgresNIO): the batch log's second dialect.
+    .target(
+        name: "LineStore",
+        dependencies: [
+            "Fleet", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 8'': the read-only line dashboard (Hummingbird), kept apart so the server stack builds only here.
+    .target(
+        name: "LineDashboard",
+        dependencies: [
+            "Fleet", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"), log,
         ],
         swiftSettings: swiftSettings
     ),
@@ -116,7 +139,7 @@ var targets: [Target] = [
     .target(
         name: "BledfuKit",
         dependencies: [
-            "BLECore", "GATT", "DFUCore", "SecureDFU", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "LegacyDFU", "MCUmgr", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"), log,
         ],
         swiftSettings: swiftSettings
@@ -139,7 +162,8 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "SimulatorHost", "CBOR", "MCUmgr", "MCUbootImage",
+            "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Fleet", "BledfuKit", "SimulatorHost", "CBOR", "MCUmgr",
+            "MCUbootImage", "LineStore", "LineDashboard",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
@@ -167,6 +191,11 @@ var targets: [Target] = [
     ),
     .executableTarget(name: "FuzzCBOR", dependencies: ["CBOR", "MCUmgr", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(name: "FuzzPlan", dependencies: ["Fleet", "FuzzSupport"], swiftSettings: swiftSettings),
+    .executableTarget(
+        name: "FuzzLegacyDFU",
+        dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "BLECore", "FuzzSupport"],
+        swiftSettings: swiftSettings
+    ),
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
         name: "FuzzFaultCampaign",
@@ -194,7 +223,8 @@ var targets: [Target] = [
     .testTarget(
         name: "BledfuKitTests",
         dependencies: [
-            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "LegacyDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "MCUmgr", "MCUbootImage",
         ],
         swiftSettings: swiftSettings
     ),
@@ -222,7 +252,7 @@ var targets: [Target] = [
     .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
     .testTarget(
         name: "MCUbootImageTests",
-        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", .product(name: "Crypto", package: "swift-crypto")],
+        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", "PlatformIO", .product(name: "Crypto", package: "swift-crypto")],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -235,14 +265,26 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "FleetTests",
-        dependencies: ["Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore"],
+        dependencies: [
+            "Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "LineStoreTests",
+        dependencies: ["LineStore", "Fleet", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "LineDashboardTests",
+        dependencies: ["LineDashboard", "Fleet"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Fleet",
+            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "PlatformIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "VirtualRadio", "Fleet", "LineStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings
@@ -290,6 +332,10 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: targets
 )

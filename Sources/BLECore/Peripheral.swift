@@ -22,6 +22,8 @@ public struct PeripheralConnection: Sendable {
     /// What the device serves: the link with its security level (link security messages on the virtual radio,
     /// `BT_SECURITY` on a BlueZ socket).
     public let bearer: any ATTBearer
+    /// The process at the other end (SO_PEERCRED on the virtual radio's socket; nil on a radio link).
+    public let peerProcessID: Int32?
     private let closeNowAction: @Sendable () -> Void
     private let endAction: @Sendable () async -> Void
 
@@ -29,10 +31,13 @@ public struct PeripheralConnection: Sendable {
     ///   - closeNow: closes the link at once, from any thread (a signal handler stopping the host).
     ///   - end: drops the link once the device has finished with it (BlueZ: also the LE link, as a rebooting
     ///     device does).
+    ///   - peerProcessID: the connecting process, when the link is a local socket.
     public init(
-        bearer: any ATTBearer, closeNow: @escaping @Sendable () -> Void, end: @escaping @Sendable () async -> Void
+        bearer: any ATTBearer, peerProcessID: Int32? = nil, closeNow: @escaping @Sendable () -> Void,
+        end: @escaping @Sendable () async -> Void
     ) {
         self.bearer = bearer
+        self.peerProcessID = peerProcessID
         self.closeNowAction = closeNow
         self.endAction = end
     }

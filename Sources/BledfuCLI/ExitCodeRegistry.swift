@@ -1,6 +1,7 @@
 import BLECore
 import DFUCore
 import DFUPackage
+import Fleet
 import GATT
 
 /// One exit status of `bledfu`: its number, a stable name, what it means, and which error codes end in it.
@@ -40,12 +41,22 @@ enum ExitCodeRegistry {
             16, "disconnected", "the device disconnected",
             ["AdapterError.disconnected", "ATTClientError.disconnected", "ATTClientError.closed"]),
         ExitCodeEntry(17, "device-not-found", "device not found", ["AdapterError.deviceNotFound"]),
-        ExitCodeEntry(18, "busy", "another program holds the device's ATT channel (EBUSY)", ["AdapterError.busy"]),
+        ExitCodeEntry(
+            18, "busy", "another program holds the ATT channel of the link to the device (EBUSY on an existing link)",
+            ["AdapterError.busy"]),
         ExitCodeEntry(19, "connection-refused", "connection refused", ["AdapterError.connectionRefused"]),
         ExitCodeEntry(
             20, "att-error", "ATT/GATT error, or the device did not answer in time",
             ["ATTClientError.timeout", "ATTClientError.remote", "ATTClientError.protocolViolation",
              "ATTClientError.decoding", "ATTClientError.oversizePDU", "ATTClientError.invalidArgument"]),
+        ExitCodeEntry(
+            21, "no-free-link",
+            "the adapter has no free link: its controller is at its connection limit (HCI 0x09/0x07/0x0D; `batch` retries the device when a link ends)",
+            ["AdapterError.noFreeLink"]),
+        ExitCodeEntry(
+            22, "adapter-busy",
+            "the adapter cannot create a connection now: its controller is busy scanning or creating another one, or the adapter advertises (retry)",
+            ["AdapterError.adapterBusy"]),
         ExitCodeEntry(
             30, "invalid-archive", "the package is not a readable zip archive (or no family reads it)",
             ["PackageError.invalid-archive", "DFUError.invalid-package"]),
@@ -85,9 +96,24 @@ enum ExitCodeRegistry {
         ExitCodeEntry(50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)"),
         ExitCodeEntry(51, "batch-plan-invalid", "`batch`: the plan is invalid (its line and the reason are printed)"),
         ExitCodeEntry(52, "batch-line-stopped", "`batch`: the line stopped after the plan's number of failures"),
-        ExitCodeEntry(53, "batch-database", "`batch`: the SQLite log could not be opened or written"),
+        ExitCodeEntry(
+            53, "batch-database",
+            "`batch`: the batch log could not be opened or written (also a wrong or unreachable database URL)",
+            ["BatchLogError (other codes)"]),
         ExitCodeEntry(54, "batch-no-devices", "`batch`: no device matched the plan"),
         ExitCodeEntry(55, "bench-goal-missed", "`bench batch`: the parallel/alone ratio is above `--max-ratio`"),
+        ExitCodeEntry(
+            56, "batch-database-newer", "`batch`, `line`: the database has a newer schema version than this bledfu knows",
+            ["BatchLogError.newer-schema"]),
+        ExitCodeEntry(
+            57, "batch-station-name-taken", "`batch`: a live station of the line already uses this `--station` name",
+            ["BatchLogError.station-name-taken"]),
+        ExitCodeEntry(
+            58, "batch-plan-differs", "`batch`: the plan's classes or packages differ from the line's",
+            ["BatchLogError.plan-differs"]),
+        ExitCodeEntry(
+            59, "flash-stalled",
+            "`batch`, a device's attempt (its `exit_code` in the log): its `bledfu flash` printed nothing for `flash.stall_timeout` and was killed"),
         ExitCodeEntry(64, "usage", "bad arguments", ["argument errors", "DFUError.unknown-family"]),
         ExitCodeEntry(
             130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable)",
@@ -116,6 +142,10 @@ enum ExitCodeRegistry {
 
     static func code(for error: PackageError) -> Int32 {
         byError["PackageError.\(error.code)"] ?? code("package-other")
+    }
+
+    static func code(for error: BatchLogError) -> Int32 {
+        byError["BatchLogError.\(error.code.rawValue)"] ?? code("batch-database")
     }
 
     /// An update's error: its own code, or for a connection or package failure, the cause's.

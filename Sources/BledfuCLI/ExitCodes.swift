@@ -24,6 +24,10 @@ public enum BledfuExit {
     public static let connectionRefused = ExitCodeRegistry.code("connection-refused")
     /// The peer broke the ATT protocol, answered with an ATT error, or did not answer in time.
     public static let protocolError = ExitCodeRegistry.code("att-error")
+    /// The adapter has no free link (its controller is at its connection limit); `batch` retries the device later.
+    public static let noFreeLink = ExitCodeRegistry.code("no-free-link")
+    /// The adapter cannot create a connection right now (controller busy scanning or creating another one).
+    public static let adapterBusy = ExitCodeRegistry.code("adapter-busy")
     /// The first package code (30-39: docs/packages.md).
     public static let packageInvalid = ExitCodeRegistry.code("invalid-archive")
     /// The first DFU code (40-49: docs/engine.md).

@@ -75,6 +75,7 @@ struct FlashSettings: Sendable {
 /// Runs one update through the library's ``Updater``: renders its events, turns Ctrl-C into a stop at a safe point
 /// (or an abort), and its end into the result line and the exit code. Throws a ``CLIError`` on failure.
 func runFlash(_ settings: FlashSettings) async throws {
+    if settings.json { ReaderWatch.start() }
     let renderer = FlashRenderer(json: settings.json)
     let run: UpdateRun
     let capture = CaptureHook(path: settings.capture, verbose: settings.verbose)

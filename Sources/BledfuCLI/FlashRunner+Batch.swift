@@ -5,6 +5,8 @@ import DFUProtocol
 import Fleet
 import Foundation
 import GATT
+import PlatformIO
+import LegacyDFU
 import Synchronization
 
 /// The line's per-device flash (issue #6): each device runs the whole `bledfu flash` (buttonless jump, multi-part,
@@ -13,6 +15,9 @@ import Synchronization
 /// A child of its own keeps devices apart: one device's crash, hang or noisy output cannot touch another, and the
 /// flash's console output (written for one device) stays out of the live view. When the batch process dies (kill
 /// -9), each child dies at its next event (EPIPE on its standard output); its journal lets the next run resume.
+/// A child that prints nothing for the plan's `flash.stall_timeout` (a hung child, a stopped one, a device that holds
+/// it in a call the flash does not bound) is killed (SIGKILL) and the attempt fails with exit code 59; the journal
+/// again lets a retry resume.
 struct ProcessFlasher: DeviceFlasher {
     /// The `bledfu` executable the children run.
     var executable: URL
@@ -61,6 +66,18 @@ struct ProcessFlasher: DeviceFlasher {
             if let dfu = services.first(where: { $0.uuid == SecureDFUUUID.service }) {
                 let uuids = Set(try await gatt.discoverCharacteristics(of: dfu).map(\.uuid))
                 if uuids.contains(SecureDFUUUID.controlPoint) { return DeviceProbe(mode: .bootloader) }
+            }
+            if let legacy = services.first(where: { $0.uuid == LegacyDFUUUID.service }) {
+                // A Legacy DFU bootloader: the DFU Version and the bootloader's services alone (legacy-dfu.md §8.4).
+                let characteristics = try await gatt.discoverCharacteristics(of: legacy)
+                var version: LegacyDFUVersion?
+                if let characteristic = characteristics.first(where: { $0.uuid == LegacyDFUUUID.version }) {
+                    version = try? LegacyDFUVersion(decoding: try await gatt.read(handle: characteristic.valueHandle))
+                }
+                let hasPacket = characteristics.contains { $0.uuid == LegacyDFUUUID.packet }
+                if case .bootloader? = LegacyDetection.mode(services: services.map(\.uuid), version: version, hasPacket: hasPacket) {
+                    return DeviceProbe(mode: .bootloader)
+                }
             }
             var version: UInt32?
             if let information = services.first(where: { $0.uuid == BluetoothUUID(0x180A) }),
@@ -115,6 +132,12 @@ struct ProcessFlasher: DeviceFlasher {
         } catch {
             return FlashOutcome(success: false, error: "cannot start \(executable.path): \(error)", retryable: false)
         }
+        let pid = process.processIdentifier
+        let stallLimit = job.options.effectiveStallTimeout
+        let watchdog = StallWatchdog(limit: .milliseconds(Int64(stallLimit * 1000)), clock: ContinuousClock()) {
+            // The child ends (also a stopped one), its standard output reaches EOF and the waits below end.
+            try? ProcessSignal.killNow(pid)  // ESRCH is success; nothing else can fail for our own child
+        }
         let started = ContinuousClock.now
         let parser = FlashEventParser(total: job.package.totalBytes, progress: progress) { line in
             // Everything but the progress events goes to the device's log too, with the time since the start.
@@ -128,9 +151,11 @@ struct ProcessFlasher: DeviceFlasher {
             // Blocking reads on a thread of its own: a child that stops writing never holds up the others.
             var buffer = Data()
             while true {
-                let chunk = reader.availableData
+                // A read error other than EINTR ends the stream like end of file; the exit status still decides.
+                let chunk = (try? BlockingRead.chunk(fd: reader.fileDescriptor)) ?? []
                 if chunk.isEmpty { break }
-                buffer.append(chunk)
+                watchdog.touch()
+                buffer.append(contentsOf: chunk)
                 while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                     parser.consume(buffer[buffer.startIndex..<newline])
                     buffer.removeSubrange(buffer.startIndex...newline)
@@ -145,8 +170,19 @@ struct ProcessFlasher: DeviceFlasher {
             status = code
             break
         }
+        let stalled = watchdog.stop()
         // The log is diagnostics only: a failed close loses nothing the database needs.
+        if stalled {
+            log?.write(Data("--- killed: no event for \(Int(stallLimit)) s\n".utf8))
+        }
         try? log?.close()
+        if stalled {
+            return FlashOutcome(
+                success: false,
+                error: "bledfu flash stopped answering (no event for \(Int(stallLimit)) s) and was killed "
+                    + "[exit \(BatchExit.flashStalled)]",
+                exitCode: BatchExit.flashStalled, retryable: true)
+        }
         return parser.outcome(exitStatus: status, logPath: logURL.path)
     }
 }

@@ -111,9 +111,11 @@ extension BootloaderStateMachine {
         flash.drain()
         let image = flash.contents(count: Int(firmwareSize))
         var status = postValidate(image)
+        var softDeviceActivated = false
         if status == .success, let command = decodedInit(settings) {
             install(image: image, command: command)
             counters.updatesCompleted += 1
+            softDeviceActivated = [.softdevice, .softdeviceBootloader].contains(command.type ?? .application)
         } else if status == .success {
             status = .failure(.invalidObject)
         }
@@ -122,7 +124,10 @@ extension BootloaderStateMachine {
         persist()
         resetPending = true
         actions.append(.notify(response(.execute, status)))
-        actions.append(.resetAfterFlash(settingsWriteTime, into: bootMode))
+        // nrf_bootloader_fw_activation.c: a SoftDevice just activated with a valid application →
+        // ACTIVATION_SUCCESS_EXPECT_ADDITIONAL_UPDATE, the bootloader stays in DFU mode for the application.
+        let mode: DeviceMode = softDeviceActivated && installed.application != nil ? .bootloader : bootMode
+        actions.append(.resetAfterFlash(settingsWriteTime, into: mode))
     }
 
     /// `sizeof(nrf_dfu_settings_t)`, SDK 15.3-17.1: about 0.9 KiB, 512 bytes of it the init command buffer.

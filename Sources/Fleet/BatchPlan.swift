@@ -93,8 +93,19 @@ public struct BatchPlan: Sendable, Equatable {
         public var timeout: Double = 10
         /// Give each unbonded device a bootloader name of its own (DfuXXXXXX), so devices stay apart after the jump.
         public var uniqueBootloaderNames = true
+        /// Seconds a device's flash may go without a sign of life (an event) before the line kills it; nil: the
+        /// default, ``defaultStallTimeout``.
+        public var stallTimeout: Double?
 
         public init() {}
+
+        /// The longest quiet stretch of a working `bledfu flash` is a scan, a connect and one unanswered ATT request
+        /// (30 s) in a row; three times the scan and connect timeouts plus a minute covers it, and never less than
+        /// two minutes.
+        public var defaultStallTimeout: Double { max(120, 3 * (scanTimeout + timeout) + 60) }
+
+        /// ``stallTimeout`` or the default.
+        public var effectiveStallTimeout: Double { stallTimeout ?? defaultStallTimeout }
     }
 
     public var adapters: [Adapter]
@@ -103,6 +114,11 @@ public struct BatchPlan: Sendable, Equatable {
     public var discovery: Discovery
     public var policies: Policies
     public var flash: FlashOptions
+    /// `db:`: the batch log (an SQLite path, or a `postgres://` URL that makes the station part of a line);
+    /// `--db` wins over it.
+    public var database: String?
+    /// `line:`: the line's name in a shared database (`--line` wins over it).
+    public var lineName: String?
 
     public init(
         adapters: [Adapter], classes: [DeviceClass], devices: [ExplicitDevice] = [], discovery: Discovery = Discovery(),

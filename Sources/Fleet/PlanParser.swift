@@ -15,7 +15,7 @@ public enum PlanParser {
         }
         guard let root else { throw PlanError(.missingKey, line: 1, "the plan is empty") }
         let top = try Fields(root, what: "the plan")
-        try top.allow(["adapters", "classes", "devices", "discover", "policies", "flash"])
+        try top.allow(["adapters", "classes", "devices", "discover", "policies", "flash", "db", "line"])
 
         let adapters = try parseAdapters(try top.require("adapters"))
         let classes = try parseClasses(try top.require("classes"))
@@ -24,6 +24,8 @@ public enum PlanParser {
         if let node = top["discover"] { plan.discovery = try parseDiscovery(node) }
         if let node = top["policies"] { plan.policies = try parsePolicies(node) }
         if let node = top["flash"] { plan.flash = try parseFlash(node) }
+        plan.database = try top.string("db")
+        plan.lineName = try top.string("line")
 
         let known = Set(classes.map(\.name))
         for device in plan.devices where !known.contains(device.className) {
@@ -153,7 +155,10 @@ public enum PlanParser {
 
     static func parseFlash(_ node: Node) throws(PlanError) -> BatchPlan.FlashOptions {
         let fields = try Fields(node, what: "'flash'")
-        try fields.allow(["mode", "keys", "scan_timeout", "reboot_delay", "reconnect_attempts", "timeout", "unique_bootloader_names"])
+        try fields.allow([
+            "mode", "keys", "scan_timeout", "reboot_delay", "reconnect_attempts", "timeout", "unique_bootloader_names",
+            "stall_timeout",
+        ])
         var flash = BatchPlan.FlashOptions()
         flash.mode = try fields.string("mode") ?? flash.mode
         if let keys = fields["keys"] {
@@ -169,6 +174,7 @@ public enum PlanParser {
         flash.reconnectAttempts = try fields.int("reconnect_attempts", in: 0...100) ?? flash.reconnectAttempts
         flash.timeout = try fields.double("timeout", in: 0.1...3600) ?? flash.timeout
         flash.uniqueBootloaderNames = try fields.bool("unique_bootloader_names") ?? flash.uniqueBootloaderNames
+        flash.stallTimeout = try fields.double("stall_timeout", in: 1...3600) ?? flash.stallTimeout
         return flash
     }
 

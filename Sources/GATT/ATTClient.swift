@@ -9,7 +9,10 @@ import Synchronization
 /// - One request outstanding at a time; further requests queue in FIFO order.
 /// - Commands (Write Command) go out in order with everything else and wait only for the bearer's back-pressure.
 /// - A transaction timer (30 s by default) on the injected clock; on expiry the bearer is closed and every waiting
-///   caller fails with `.timeout`.
+///   caller fails with `.timeout`. The same time bounds each hand-over to the bearer: a link that takes no PDU for
+///   that long (a peer that stopped reading) is closed with `.timeout` too, so no caller waits forever on a full
+///   link. (A kernel link ends that way on its own: Linux drops every LE link whose controller returns no ACL
+///   credit for 45 s, `HCI_ACL_TX_TIMEOUT` in hci_core.c; a virtual link has no such rule.)
 /// - Notifications and indications go to `notifications`; each indication is confirmed after it is in the stream.
 /// - The peer's own requests are answered (this process is the only ATT user of the link): Exchange MTU gets our
 ///   Rx MTU, anything else gets "Request Not Supported".
@@ -45,6 +48,10 @@ public actor ATTClient {
     /// The outstanding transaction and when it times out (time since `init`, on the injected clock).
     private var transactionDeadline: (id: ATTClientStateMachine.RequestID, at: Duration)?
     private let now: @Sendable () -> Duration
+    /// PDUs handed to the write loop and not yet taken by the bearer, and since when (on `now()`'s scale) the
+    /// loop has been waiting for the bearer to take its current one; the timer task closes a link stuck longer
+    /// than the transaction timeout.
+    private nonisolated let sending = Mutex<(pending: Int, since: Duration?)>((0, nil))
     private var disconnectWaiters: [CheckedContinuation<ATTClientError, Never>] = []
 
     private struct Outgoing: Sendable {
@@ -85,6 +92,10 @@ public actor ATTClient {
     /// Requests waiting behind the outstanding one (for tests and diagnostics).
     var queuedRequestCount: Int { machine.queuedCount }
 
+    /// Since when the write loop has been waiting for the bearer to take its current PDUs (nil: it is not), on the
+    /// scale of the injected clock since `init` (for tests and diagnostics).
+    nonisolated var handOverWaitingSince: Duration? { sending.withLock { $0.since } }
+
     /// Why the client stopped, once it has.
     public var closeReason: ATTClientError? { machine.closedReason }
 
@@ -116,7 +127,7 @@ public actor ATTClient {
             throw ATTClientError(.invalidArgument, "\(pdu.opcode) is not a command")
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ATTClientError>, Never>) in
-            outgoing.yield(Outgoing(pdus: [pdu.encoded], completion: continuation))
+            enqueue(Outgoing(pdus: [pdu.encoded], completion: continuation))
         }
         try result.get()
     }
@@ -138,7 +149,7 @@ public actor ATTClient {
         }
         guard !pdus.isEmpty else { return }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ATTClientError>, Never>) in
-            outgoing.yield(Outgoing(pdus: pdus, completion: continuation))
+            enqueue(Outgoing(pdus: pdus, completion: continuation))
         }
         try result.get()
     }
@@ -177,7 +188,7 @@ public actor ATTClient {
             switch action {
             case .send(let bytes):
                 logger.trace("ATT send", metadata: ["att.pdu": "\(bytes.hexString)"])
-                outgoing.yield(Outgoing(pdus: [bytes], completion: nil))
+                enqueue(Outgoing(pdus: [bytes], completion: nil))
             case .startTimer(let id):
                 transactionDeadline = (id, now() + timeout)
                 if timer == nil { startTimer(after: timeout) }
@@ -225,13 +236,42 @@ public actor ATTClient {
         }
     }
 
+    /// Hands `item` to the write loop and makes sure the timer watches it.
+    private func enqueue(_ item: Outgoing) {
+        sending.withLock { $0.pending += 1 }
+        if case .terminated = outgoing.yield(item) {
+            // Closed meanwhile (the callers check first; this keeps a caller from waiting on a dropped PDU).
+            sending.withLock { $0.pending -= 1 }
+            item.completion?.resume(returning: .failure(machine.closedReason ?? ATTClientError(.closed, "closed")))
+            return
+        }
+        if timer == nil, machine.closedReason == nil { startTimer(after: timeout) }
+    }
+
     private func timerWoke() {
         timer = nil
-        guard let deadline = transactionDeadline else { return }
-        let remaining = deadline.at - now()
-        guard remaining <= .zero else { return startTimer(after: remaining) }
-        transactionDeadline = nil
-        perform(machine.timerFired(id: deadline.id))
+        guard machine.closedReason == nil else { return }
+        let current = now()
+        let (pending, since) = sending.withLock { ($0.pending, $0.since) }
+        if let since, current - since >= timeout {
+            // The bearer has not taken a PDU for the whole transaction timeout: the peer stopped reading.
+            transactionDeadline = nil
+            return perform(machine.close(ATTClientError(.timeout, "the link took no PDU within the ATT timeout")))
+        }
+        var next: Duration?
+        if let deadline = transactionDeadline {
+            let remaining = deadline.at - current
+            guard remaining > .zero else {
+                transactionDeadline = nil
+                return perform(machine.timerFired(id: deadline.id))
+            }
+            next = remaining
+        }
+        if pending > 0 {
+            let remaining = since.map { $0 + timeout - current } ?? timeout
+            next = min(next ?? remaining, remaining)
+        }
+        if let next { startTimer(after: next) }
     }
 
     private func received(_ bytes: [UInt8]) {
@@ -264,17 +304,24 @@ public actor ATTClient {
     /// The single writer: PDUs reach the bearer in the order the state machine and callers produced them.
     private nonisolated func writeLoop(_ stream: AsyncStream<Outgoing>) async {
         for await item in stream {
+            let started = now()
+            sending.withLock { $0.since = started }
+            let result: Result<Void, ATTClientError>
             do {
                 if item.pdus.count == 1 {
                     try await bearer.send(item.pdus[0])
                 } else {
                     try await bearer.send(burst: item.pdus)
                 }
-                item.completion?.resume(returning: .success(()))
+                result = .success(())
             } catch {
-                let reason = await sendFailed(error)
-                item.completion?.resume(returning: .failure(reason))
+                result = .failure(await sendFailed(error))
             }
+            sending.withLock { state in
+                state.pending -= 1
+                state.since = nil
+            }
+            item.completion?.resume(returning: result)
         }
     }
 }

@@ -157,8 +157,20 @@ public actor SMPUpdater {
             await client.close()
             return report
         }
+        report.finalState = try await activate(images, marking: toMark, client: client)
+        return report
+    }
+
+    /// After the uploads: mark `marking` for test (or permanent), reset, reconnect, check that the running images
+    /// are the package's and confirm them (per the mode). With nothing to mark, resets into what is pending (a rerun
+    /// after a kill between marking and reset). Closes `client`. Returns the final image state.
+    public func activate(_ images: [SMPUpdateImage], marking: [SMPUpdateImage], client: SMPClient) async throws(SMPError)
+        -> SMPImageState
+    {
+        var client = client
+        var state: SMPImageState
         let permanent = configuration.mode == .confirmOnly
-        for image in toMark {
+        for image in marking {
             state = try SMPImageState(body: try await client.send(.setImageState(hash: image.hash, confirm: permanent)))
             // Re-read the flags after every state write (Android PR #306: no change means refused).
             guard let slot = state.slot(withHash: image.hash, image: image.imageIndex), slot.pending else {
@@ -173,7 +185,7 @@ public actor SMPUpdater {
             // The device may reset before its answer is out.
         }
         await client.close()
-        (client, parameters) = try await reopen(within: configuration.rebootTimeout)
+        (client, _) = try await reopen(within: configuration.rebootTimeout)
         events?(.reconnected)
         state = try await readState(client)
         for image in images {
@@ -188,9 +200,29 @@ public actor SMPUpdater {
                 state = try await confirm(client, image)
             }
         }
-        report.finalState = state
         await client.close()
-        return report
+        return state
+    }
+
+    /// Confirms the running images that are not confirmed yet (a rerun after the reset). Closes `client`.
+    public func confirmRunning(_ images: [SMPUpdateImage], client: SMPClient) async throws(SMPError) -> SMPImageState {
+        var state = try await readState(client)
+        if configuration.mode == .testAndConfirm {
+            for image in images where state.active(image: image.imageIndex)?.confirmed == false {
+                state = try await confirm(client, image)
+            }
+        }
+        await client.close()
+        return state
+    }
+
+    /// The images to mark after their upload: in the secondary slot and not pending yet (`state` read after the
+    /// uploads).
+    public static func toMark(_ images: [SMPUpdateImage], in state: SMPImageState) -> [SMPUpdateImage] {
+        images.filter { image in
+            guard let slot = state.slot(withHash: image.hash, image: image.imageIndex) else { return false }
+            return slot.slot != 0 && !slot.pending
+        }
     }
 
     // MARK: - Steps

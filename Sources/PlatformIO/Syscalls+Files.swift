@@ -32,8 +32,7 @@ public func system_fcntl(_ fd: CInt, _ cmd: CInt, _ arg: CInt) -> CInt {
     return fcntl(fd, cmd, arg)
 }
 
-// ioctl(2) is variadic and unavailable in Swift's Glibc module; a Bluetooth ioctl wrapper needs a `static inline`
-// helper in CBlueZShim, wrapped in the Bluetooth section below.
+// ioctl(2): the wrappers are in Syscalls+Bluetooth.swift (Glibc's Swift overlay declares the pointer form).
 
 @inline(never)
 public func system_open(_ path: UnsafePointer<CChar>, _ flags: CInt, _ mode: mode_t) -> CInt {

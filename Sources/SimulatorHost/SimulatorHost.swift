@@ -51,8 +51,9 @@ public struct HostError: CodedError, Sendable {
 
 /// Where the host reports what happens (`bledfu simulate` prints it as text or NDJSON).
 public protocol HostEvents: Sendable {
-    /// `advertising`, `connected`, `disconnected`: `device` is the hosted device's name when the event is about one.
-    func emit(_ event: String, device: String?, address: BluetoothAddress, name: String?)
+    /// `advertising`, `connected`, `disconnected`: `device` is the hosted device (its name and identity) when the
+    /// event is about one; `peer` the connecting process on a local link.
+    func emit(_ event: String, device: HostedDeviceEntry?, address: BluetoothAddress, name: String?, peer: PeerProcess?)
     /// A fault the device injected.
     func fault(_ record: FaultRecord, device: String, address: String)
     /// Something went wrong that does not stop the host (a status file that cannot be written).
@@ -232,12 +233,15 @@ public final class SimulatorHost: Sendable {
                 connection.closeNow()
                 return nil
             }
+            // Which process connected (SO_PEERCRED) and its parent: the line's tests prove from these lines that no
+            // two stations updated one device at once.
+            let peer = connection.peerProcessID.map(PeerProcess.init(pid:))
             await endpoint.connected()
-            events.emit("connected", device: running.entry.name, address: advertisement.peer.address, name: nil)
+            events.emit("connected", device: running.entry, address: advertisement.peer.address, name: nil, peer: peer)
             await device.serve(connection.bearer)
             await connection.end()
             _ = shared.withLock { $0.connections.removeValue(forKey: identity) }
-            events.emit("disconnected", device: running.entry.name, address: advertisement.peer.address, name: nil)
+            events.emit("disconnected", device: running.entry, address: advertisement.peer.address, name: nil, peer: peer)
         }
         return nil
     }
@@ -259,7 +263,8 @@ public final class SimulatorHost: Sendable {
     }
 
     private func emitAdvertising(_ advertisement: Advertisement) {
-        events.emit("advertising", device: nil, address: advertisement.peer.address, name: advertisement.parsed.name ?? "")
+        events.emit(
+            "advertising", device: nil, address: advertisement.peer.address, name: advertisement.parsed.name ?? "", peer: nil)
     }
 
     private func makeDirectory(_ path: String) throws(HostError) {
@@ -327,5 +332,20 @@ public final class StatusReporter: Sendable {
             }
             if !repeated { events.failure(message) }
         }
+    }
+}
+
+/// The process at the other end of a local link (SO_PEERCRED) and its parent (from /proc/PID/stat, read while the
+/// connecting process runs).
+public struct PeerProcess: Sendable, Hashable {
+    public var pid: Int32
+    public var parent: Int32?
+
+    public init(pid: Int32) {
+        self.pid = pid
+        // Field 4 of /proc/PID/stat, after the command name in parentheses (which may hold spaces).
+        let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+        parent = fields.count > 1 ? Int32(fields[1]) : nil
     }
 }

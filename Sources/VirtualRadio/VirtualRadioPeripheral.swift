@@ -34,9 +34,10 @@ public final class VirtualRadioPeripheral: BLEPeripheral {
     public func accept() async throws(BearerError) -> PeripheralConnection {
         guard let endpoint = current.withLock({ $0 }) else { throw BearerError(.closed, "endpoint closed") }
         let socket = try await endpoint.acceptSocket()
+        let peer = (try? socket.socket?.peerProcessID()).flatMap { $0 > 0 ? $0 : nil }
         return PeripheralConnection(
-            bearer: VirtualSecureLink(socket, role: .peripheral(maximum: .medium)), closeNow: { socket.closeNow() },
-            end: { await socket.close() })
+            bearer: VirtualSecureLink(socket, role: .peripheral(maximum: .medium)), peerProcessID: peer,
+            closeNow: { socket.closeNow() }, end: { await socket.close() })
     }
 
     /// Removes `<ADDR>.adv`; the socket keeps listening (docs/virtual-radio.md §4: a device that does not advertise

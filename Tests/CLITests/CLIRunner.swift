@@ -1,4 +1,5 @@
 import Foundation
+import PlatformIO
 import Testing
 
 /// Runs the built `bledfu` binary (built next to the test bundle) and captures its output.
@@ -23,6 +24,9 @@ struct CLIRunner {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
+    /// `out/` at the repository's root (ignored by git): screenshots and other artefacts a test keeps.
+    static var outputDirectory: URL { repositoryRoot.appendingPathComponent("out") }
+
     @discardableResult
     static func run(
         _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
@@ -45,12 +49,12 @@ struct CLIRunner {
         nonisolated(unsafe) var errData = Data()
         group.enter()
         DispatchQueue.global().async {
-            outData = out.fileHandleForReading.readDataToEndOfFile()
+            outData = Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? [])
             group.leave()
         }
         group.enter()
         DispatchQueue.global().async {
-            errData = err.fileHandleForReading.readDataToEndOfFile()
+            errData = Data((try? BlockingRead.toEnd(fd: err.fileHandleForReading.fileDescriptor)) ?? [])
             group.leave()
         }
         while process.isRunning && Date() < deadline { usleep(10_000) }

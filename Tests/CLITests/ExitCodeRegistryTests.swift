@@ -1,6 +1,7 @@
 import BLECore
 import DFUCore
 import DFUPackage
+import Fleet
 import Foundation
 import GATT
 import Testing
@@ -31,6 +32,24 @@ import Testing
         #expect(FlashExit.protocolError == 46 && BledfuExit.interrupted == 130)
         #expect(BatchExit.devicesFailed == 50 && BatchExit.planInvalid == 51 && BatchExit.lineStopped == 52)
         #expect(BatchExit.databaseError == 53 && BatchExit.noDevices == 54 && BatchExit.benchGoalMissed == 55)
+        #expect(BledfuExit.noFreeLink == 21 && BledfuExit.adapterBusy == 22)
+        #expect(BatchExit.databaseNewer == 56 && BatchExit.stationNameTaken == 57 && BatchExit.planDiffers == 58)
+        #expect(BatchExit.flashStalled == 59)
+    }
+
+    /// An adapter without a free link (21) or busy (22), and the line's database refusals (56-58), end in their own
+    /// codes; any other batch-log failure is 53.
+    @Test func adapterAndLineErrorsMapToTheirCodes() {
+        #expect(ExitCodeRegistry.code(for: AdapterError(.noFreeLink, "x")) == 21)
+        #expect(ExitCodeRegistry.code(for: AdapterError(.adapterBusy, "x")) == 22)
+        #expect(ExitCodeRegistry.code(for: DFUError(.connection, "x", cause: AdapterError(.noFreeLink, "x"))) == 21)
+        let expected: [(BatchLogError.Code, Int32)] = [
+            (.newerSchema, 56), (.stationNameTaken, 57), (.planDiffers, 58), (.open, 53),
+        ]
+        for (code, exit) in expected {
+            #expect(ExitCodeRegistry.code(for: BatchLogError(code, "x")) == exit, "\(code)")
+            #expect(CLIError(BatchLogError(code, "x")).exitCode == exit)
+        }
     }
 
     /// docs/packages.md's table: each package error code has its own exit status in 30-39.

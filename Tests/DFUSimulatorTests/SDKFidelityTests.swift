@@ -1,4 +1,5 @@
 import BLECore
+import DFUPackage
 import DFUProtocol
 import DFUSimulator
 import Testing
@@ -106,6 +107,17 @@ struct SDKFidelityTests {
         #expect(c.machine.installed.application?.size == 3000)
         // Requests while the reset is pending get no answer.
         #expect(c.ask([0x06, 0x02]) == [])
+    }
+
+    @Test("A SoftDevice update with a valid application stays in the bootloader for the application (continuation)")
+    func softDeviceExpectsAdditionalUpdate() {
+        var c = Conversation(Fixture.profile(sdk: "17.1.0"))
+        let sd = Fixture.firmware(3000)
+        #expect(c.sendInit(Fixture.initPacket(Fixture.command(for: sd, type: .softdevice))) == [0x60, 0x04, 0x01])
+        _ = c.ask([0x01, 0x02] + le32(3000))
+        _ = c.send(sd)
+        #expect(c.cp([0x04]) == [.notify([0x60, 0x04, 0x01]), .resetAfterFlash(.zero, into: .bootloader)])
+        #expect(c.machine.installed.softdevice?.size == 3000)
     }
 
     @Test("A failed last Execute also resets, into the old application (dual bank: bank 1 invalidated)")

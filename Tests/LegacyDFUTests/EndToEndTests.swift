@@ -1,6 +1,7 @@
 import BLECore
 import DFUPackage
 import DFUSimulator
+import Foundation
 import GATT
 import LegacyDFU
 import Testing
@@ -105,4 +106,39 @@ import Testing
         try await harness.update([part])
         #expect(LegacyEndToEnd.holds(await device.state(), part))
     }
+}
+
+/// What a Legacy device keeps across a power cycle, and its status snapshot.
+@Suite struct LegacyPersistenceTests {
+    /// Power loss in the middle of an image on a single-bank device: the persistent state (as JSON) says bootloader,
+    /// no application; a device restored from it advertises its bootloader at address + 1, and an update finishes it.
+    @Test func powerLossOnSingleBankThenRestore() async throws {
+        let faults = try FaultPlan(parsing: "power-loss-after-bytes=2000")
+        let profile = LegacyFixture.instant(.adafruitNRF52832(address: LegacyFixture.address))
+        let sink = SnapshotSink()
+        let device = VirtualLegacyDevice(
+            profile: profile, faults: faults, clock: ContinuousClock(), statusSink: { await sink.add($0) })
+        var harness = LegacyHarness(device: device)
+        let part = LegacyFixture.application(EndToEndTests.image, deviceType: 0x0052)
+        await #expect(throws: LegacyDFUError.self) { try await harness.update([part], connectionLimit: 2) }
+        let saved = try JSONEncoder().encode(await device.persistentState())
+        let restoredState = try JSONDecoder().decode(LegacyPersistentState.self, from: saved)
+        #expect(restoredState.mode == .bootloader && restoredState.installed.application == nil)
+        #expect(restoredState.family == "legacy")
+        let restored = VirtualLegacyDevice(profile: profile, clock: ContinuousClock(), restoring: restoredState)
+        #expect(await restored.currentAdvertisement.peer.address == LegacyFixture.address.nordicBootloaderAddress)
+        var rerun = LegacyHarness(device: restored)
+        try await rerun.update([part])
+        #expect(LegacyEndToEnd.holds(await restored.state(), part))
+        // The status snapshots went out as JSON with the transfer in them.
+        let snapshots = await sink.states
+        #expect(snapshots.contains { $0.transfer.state == "rx_data_pkt" })
+        let json = String(decoding: try JSONEncoder().encode(snapshots[0]), as: UTF8.self)
+        #expect(json.contains("\"family\":\"legacy\"") && json.contains("\"bank_0\""))
+    }
+}
+
+actor SnapshotSink {
+    var states: [LegacyDeviceState] = []
+    func add(_ state: LegacyDeviceState) { states.append(state) }
 }

@@ -39,7 +39,8 @@ struct LegacyHarness {
         return (GATTClient(att: att), serving)
     }
 
-    /// Runs `parts` from the journal's part on; throws the update's final error.
+    /// Runs `parts` from the journal's part on; throws the update's final error. Every connection ends with the host
+    /// closing its side (a killed host's socket is closed by the kernel) and the device done with the link.
     mutating func update(_ parts: [LegacyPart], connectionLimit: Int = 40) async throws {
         while journal.partIndex < parts.count {
             connections += 1
@@ -49,38 +50,47 @@ struct LegacyHarness {
                 misplaced.append("\(advertisement.peer.address) not in \(expected)")
             }
             let (gatt, serving) = try await connect()
-            defer { serving.cancel() }
-            let transport = try await GATTLegacyTransport.open(client: gatt)
-            guard
-                let mode = LegacyDetection.mode(
-                    services: transport.services.map(\.uuid), version: transport.version, hasPacket: transport.packet != nil)
-            else { throw LegacyDFUError(.incompatible, "no Legacy DFU service") }
-            modes.append(mode)
-            if case .application(let version) = mode {
-                jumps += 1
-                let outcome = try await LegacyButtonless.enterBootloader(
-                    over: transport, address: advertisement.peer.address, version: version)
-                expected = outcome.location
-                await serving.value  // the device drops the link and jumps
-                continue
-            }
-            var settings = configuration
-            LegacyDetection.configure(&settings, for: mode)
-            let driver = LegacyDFUDriver(transport: transport, clock: ContinuousClock(), configuration: settings)
-            let index = journal.partIndex
             do {
-                try await driver.run(part: parts[index], partIndex: index, partCount: parts.count)
-                journal.partInstalled(index)
-                expected = LegacyBootloaderLocation.afterReset(of: device.profile.address)
+                try await connection(parts, gatt: gatt, serving: serving, address: advertisement.peer.address)
             } catch {
-                configuration.pacing = await driver.pacing
-                let sent = await driver.bytesSent
-                if error.restartsFromZero { journal.recordRestart(part: index, error: error, bytesSent: sent) }
-                if let final = policy.verdict(journal, part: index, after: error) { throw final }
-                expected = error.code == .disconnected ? nil : LegacyBootloaderLocation.afterReset(of: device.profile.address)
+                await gatt.att.close()
+                await serving.value
+                throw error
             }
             await gatt.att.close()
             await serving.value
+        }
+    }
+
+    /// One connection: detect, then jump or run the journal's part.
+    mutating func connection(_ parts: [LegacyPart], gatt: GATTClient, serving: Task<Void, Never>, address: BluetoothAddress) async throws {
+        let transport = try await GATTLegacyTransport.open(client: gatt)
+        guard
+            let mode = LegacyDetection.mode(
+                services: transport.services.map(\.uuid), version: transport.version, hasPacket: transport.packet != nil)
+        else { throw LegacyDFUError(.incompatible, "no Legacy DFU service") }
+        modes.append(mode)
+        if case .application(let version) = mode {
+            jumps += 1
+            let outcome = try await LegacyButtonless.enterBootloader(over: transport, address: address, version: version)
+            expected = outcome.location
+            await serving.value  // the device drops the link and jumps
+            return
+        }
+        var settings = configuration
+        LegacyDetection.configure(&settings, for: mode)
+        let driver = LegacyDFUDriver(transport: transport, clock: ContinuousClock(), configuration: settings)
+        let index = journal.partIndex
+        do {
+            try await driver.run(part: parts[index], partIndex: index, partCount: parts.count)
+            journal.partInstalled(index)
+            expected = LegacyBootloaderLocation.afterReset(of: device.profile.address)
+        } catch {
+            configuration.pacing = await driver.pacing
+            let sent = await driver.bytesSent
+            if error.restartsFromZero { journal.recordRestart(part: index, error: error, bytesSent: sent) }
+            if let final = policy.verdict(journal, part: index, after: error) { throw final }
+            expected = error.code == .disconnected ? nil : LegacyBootloaderLocation.afterReset(of: device.profile.address)
         }
     }
 }

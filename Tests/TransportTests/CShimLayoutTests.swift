@@ -104,4 +104,12 @@ import Testing
         #expect(MemoryLayout<bledfu_mmsghdr>.offset(of: \.msg_len) == MemoryLayout<msghdr>.size)
         #expect(MemoryLayout<bledfu_mmsghdr>.stride == 64)  // LP64: msghdr 56 + unsigned int, aligned to 8
     }
+
+    /// SO_PEERCRED's `struct ucred`: pid@0, uid@4, gid@8 (12 bytes).
+    @Test func ucred() {
+        #expect(MemoryLayout<bledfu_ucred>.size == 12)
+        #expect(MemoryLayout<bledfu_ucred>.offset(of: \.uid) == 4)
+        #expect(MemoryLayout<bledfu_ucred>.offset(of: \.gid) == 8)
+        #expect(BLEDFU_SO_PEERCRED == 17)
+    }
 }

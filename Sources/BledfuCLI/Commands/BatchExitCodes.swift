@@ -1,3 +1,5 @@
+import Fleet
+
 /// `bledfu batch` exit codes (50-59), documented in docs/batch.md. 0 means every device is done or skipped.
 enum BatchExit {
     /// The run finished and at least one device failed (see `bledfu batch report`).
@@ -12,11 +14,28 @@ enum BatchExit {
     static let noDevices = ExitCodeRegistry.code("batch-no-devices")
     /// `bench batch`: the parallel run took longer than `--max-ratio` times the single run.
     static let benchGoalMissed = ExitCodeRegistry.code("bench-goal-missed")
+    /// The database has a newer schema version than this bledfu knows (update bledfu).
+    static let databaseNewer = ExitCodeRegistry.code("batch-database-newer")
+    /// A live station of the line already uses this station name.
+    static let stationNameTaken = ExitCodeRegistry.code("batch-station-name-taken")
+    /// The plan's classes or packages differ from those of the line's live stations.
+    static let planDiffers = ExitCodeRegistry.code("batch-plan-differs")
+    /// A device's attempt (its `exit_code` in the database, not the batch's): its `bledfu flash` printed nothing for
+    /// `flash.stall_timeout` and was killed; the attempt is retried like a lost link (the journal resumes it).
+    static let flashStalled = ExitCodeRegistry.code("flash-stalled")
 
-    /// The codes `batch` ends with, as the registry words them.
+    /// The codes `batch` ends with (and 59, a device attempt's), as the registry words them.
     static let table: [(Int32, String)] = ExitCodeRegistry.entries
-        .filter { [BledfuExit.success, BledfuExit.interrupted].contains($0.code) || (50...54).contains($0.code) }
+        .filter { [BledfuExit.success, BledfuExit.interrupted].contains($0.code) || (50...59).contains($0.code) }
+        .filter { $0.code != benchGoalMissed }
         .map { ($0.code, $0.meaning) }
 
     static var helpText: String { "Exit codes:\n" + table.map { "  \($0.0)\t\($0.1)" }.joined(separator: "\n") }
+}
+
+extension CLIError {
+    /// A batch database failure, with the exit code its cause has (docs/batch.md, "Exit codes").
+    init(_ error: BatchLogError) {
+        self.init(error.reason, exitCode: ExitCodeRegistry.code(for: error))
+    }
 }

@@ -67,7 +67,9 @@ enum LegacyDeviceDatabases {
                 uuid: LegacyUUID.heartRate,
                 characteristics: [GATTCharacteristicDefinition(uuid: LegacyUUID.heartRateMeasurement, properties: [.notify])]))
         if profile.applicationDFU {
-            services.append(dfuService(kind: profile.kind, version: LegacyDFUVersion.application.rawValue))
+            // SDK <= 6 applications have no DFU Version characteristic either.
+            let version = profile.dfuVersion == nil ? nil : LegacyDFUVersion.application.rawValue
+            services.append(dfuService(kind: profile.kind, version: version))
         }
         return GATTDatabase(services: services)
     }

@@ -1,0 +1,107 @@
+import BLECore
+import Fleet
+import Foundation
+import GATT
+import Synchronization
+import Testing
+
+@testable import BledfuCLI
+
+/// A device's `bledfu flash` child that stops answering (hung, or stopped with SIGSTOP) is killed after the plan's
+/// `flash.stall_timeout` and the attempt fails with exit code 59 (retryable): the line never waits forever on a child.
+/// The children are shell scripts standing in for `bledfu` that print one event and then go silent.
+@Suite(.serialized, .timeLimit(.minutes(5))) struct BatchStallTests {
+    static func job(stallTimeout: Double) throws -> FlashJob {
+        var options = BatchPlan.FlashOptions()
+        options.stallTimeout = stallTimeout
+        let address = try #require(BluetoothAddress("C6:05:04:03:02:01"))
+        return FlashJob(
+            target: BatchTarget(peer: PeerAddress(address, type: .random), className: "bracelet"),
+            package: PackageInfo(path: "/nonexistent.zip", sha256: "00", targetVersion: 2, totalBytes: 100),
+            adapter: BatchPlan.Adapter(name: "virtual:/nonexistent", connections: 1), attempt: 1, bootloaderName: nil,
+            options: options)
+    }
+
+    /// A stand-in `bledfu` that prints the `connecting` state and then runs `then`.
+    static func child(in directory: URL, then: String) throws -> URL {
+        let url = directory.appendingPathComponent("bledfu")
+        let script = """
+            #!/bin/sh
+            echo '{"event":"state","state":"connecting"}'
+            \(then)
+
+            """
+        try Data(script.utf8).write(to: url)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.path)
+        return url
+    }
+
+    func run(then: String) async throws -> (FlashOutcome, [String], String) {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let flasher = ProcessFlasher(
+            executable: try Self.child(in: directory, then: then),
+            stateDirectory: directory.appendingPathComponent("state"),
+            logDirectory: directory.appendingPathComponent("logs"))
+        let stages = StageRecorder()
+        let outcome = await flasher.flash(try Self.job(stallTimeout: 1)) { stages.add($0.stage) }
+        let log = (try? String(contentsOf: directory.appendingPathComponent("logs/C6-05-04-03-02-01.log"), encoding: .utf8)) ?? ""
+        return (outcome, stages.all, log)
+    }
+
+    @Test func aChildThatHangsIsKilledAndTheAttemptFailsWith56() async throws {
+        let (outcome, stages, log) = try await run(then: "exec sleep 600")
+        #expect(stages == ["connecting"])
+        #expect(!outcome.success)
+        #expect(outcome.exitCode == 59)
+        #expect(outcome.retryable)
+        #expect(outcome.error == "bledfu flash stopped answering (no event for 1 s) and was killed [exit 59]")
+        #expect(log.contains("--- killed: no event for 1 s"), "\(log)")
+    }
+
+    @Test func aStoppedChildIsKilledToo() async throws {
+        // SIGSTOP: SIGTERM would wait for a SIGCONT; the watchdog's SIGKILL does not.
+        let (outcome, _, _) = try await run(then: "kill -STOP $$")
+        #expect(outcome.exitCode == 59)
+    }
+
+    /// The watchdog on a manual clock: each sign of life moves the deadline; silence for the whole limit fires it.
+    @Test func signsOfLifeMoveTheDeadline() async throws {
+        let clock = ManualClock()
+        let fired = Mutex(0)
+        let watchdog = StallWatchdog(limit: .seconds(10), clock: clock) { fired.withLock { $0 += 1 } }
+        for _ in 0..<5 {
+            await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(6))
+            watchdog.touch()  // 6 s of silence, then a line: never 10 s in a row
+        }
+        #expect(fired.withLock { $0 } == 0)
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(10))
+        var spins = 0
+        while fired.withLock({ $0 }) == 0, spins < 1_000_000 {
+            spins += 1
+            await Task.yield()
+        }
+        #expect(fired.withLock { $0 } == 1)
+        #expect(watchdog.stop())
+        clock.advance(by: .seconds(60))
+        #expect(fired.withLock { $0 } == 1)  // once
+    }
+
+    @Test func thePlanSetsTheLimitAndDefaultsToTwoMinutesOrMore() throws {
+        var options = BatchPlan.FlashOptions()
+        #expect(options.effectiveStallTimeout == 120)
+        options.scanTimeout = 30
+        options.timeout = 20
+        #expect(options.effectiveStallTimeout == 210)  // 3 × (30 + 20) + 60
+        options.stallTimeout = 5
+        #expect(options.effectiveStallTimeout == 5)
+    }
+}
+
+final class StageRecorder: Sendable {
+    private let stages = Mutex<[String]>([])
+    func add(_ stage: String) { stages.withLock { $0.append(stage) } }
+    var all: [String] { stages.withLock { $0 } }
+}
