@@ -22,8 +22,10 @@ var targets: [Target] = [
         path: "Sources/CBlueZShim",
         linkerSettings: [.linkedLibrary("bluetooth")]
     ),
+    // Layer 0: C declarations of the Linux calls Swift's Glibc module leaves out (epoll, sendmmsg/recvmmsg).
+    .target(name: "CLinuxShim", path: "Sources/CLinuxShim"),
     // Layer 1: pure value types shared by every layer (bytes, addresses, UUIDs, CRCs, the bearer protocol).
-    .target(name: "BLECore", dependencies: [log], swiftSettings: swiftSettings),
+    .target(name: "BLECore", swiftSettings: swiftSettings),
     // Layer 2: ATT PDU codec (pure).
     .target(name: "ATT", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 3: ATT client/server bearer logic and GATT client/server (pure Swift concurrency, no syscalls).
@@ -31,13 +33,17 @@ var targets: [Target] = [
     // Layer 4: transports. Every syscall goes through PlatformIO/Syscalls.swift.
     .target(
         name: "PlatformIO",
-        dependencies: ["BLECore", "CBlueZShim", .product(name: "SystemPackage", package: "swift-system"), log],
+        dependencies: ["BLECore", "CLinuxShim", .product(name: "SystemPackage", package: "swift-system"), log],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
-    .target(name: "VirtualRadio", dependencies: ["BLECore", "ATT", "PlatformIO", log], swiftSettings: swiftSettings),
+    .target(
+        name: "VirtualRadio",
+        dependencies: ["BLECore", "PlatformIO", .product(name: "SystemPackage", package: "swift-system"), log],
+        swiftSettings: swiftSettings
+    ),
     .target(
         name: "BlueZTransport",
-        dependencies: ["BLECore", "ATT", "PlatformIO", "CBlueZShim", log],
+        dependencies: ["BLECore", "PlatformIO", "CBlueZShim", .product(name: "SystemPackage", package: "swift-system"), log],
         swiftSettings: swiftSettings
     ),
     // Layer 5: DFU package (zip + manifest + init packet), pure.
@@ -48,7 +54,6 @@ var targets: [Target] = [
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            log,
         ],
         exclude: ["Proto"],  // dfu-cc*.proto; tools/generate-protobuf writes Generated/*.pb.swift from them
         swiftSettings: swiftSettings
@@ -88,8 +93,6 @@ var targets: [Target] = [
             "BLECore", "DFUPackage",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
-            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-            log,
         ],
         swiftSettings: swiftSettings
     ),
@@ -107,11 +110,10 @@ var targets: [Target] = [
     .target(
         name: "Fleet",
         dependencies: [
-            "BLECore", "DFUProtocol", "DFUPackage", "SecureDFU",
+            "BLECore", "DFUProtocol",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Yams", package: "Yams"),
             .product(name: "Crypto", package: "swift-crypto"),
-            log,
         ],
         swiftSettings: swiftSettings
     ),
@@ -142,11 +144,17 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
+    // The simulator host (`bledfu simulate`): hosted virtual devices on a BLEPeripheral (virtual radio, BlueZ).
+    .target(
+        name: "SimulatorHost",
+        dependencies: ["BLECore", "DFUSimulator", "PlatformIO", "VirtualRadio", log],
+        swiftSettings: swiftSettings
+    ),
     // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
     // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
     .target(
         name: "BledfuTestSupport",
-        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio", "PlatformIO"],
+        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio"],
         swiftSettings: swiftSettings
     ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
@@ -154,11 +162,10 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage", "LineStore",
-            "LineDashboard",
+            "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Fleet", "BledfuKit", "SimulatorHost", "MCUbootImage",
+            "LineStore", "LineDashboard",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "SystemPackage", package: "swift-system"),
-            .product(name: "Yams", package: "Yams"),
+            .product(name: "Crypto", package: "swift-crypto"),
             log,
         ],
         swiftSettings: swiftSettings
@@ -203,19 +210,22 @@ var targets: [Target] = [
     .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "GATTTests",
-        dependencies: ["GATT", "ATT", "BLECore", "PlatformIO", "VirtualRadio"],
+        dependencies: ["GATT", "ATT", "BLECore", "VirtualRadio"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "TransportTests",
-        dependencies: ["PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "BLECore", "ATT", "GATT"],
+        dependencies: [
+            "PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "CLinuxShim", "BLECore", "ATT", "GATT",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
     .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "GATT", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "BledfuKitTests",
         dependencies: [
-            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "LegacyDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "LegacyDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
             "MCUmgr", "MCUbootImage",
         ],
         swiftSettings: swiftSettings
@@ -223,12 +233,15 @@ var targets: [Target] = [
     .testTarget(name: "DFUProtocolTests", dependencies: ["DFUProtocol", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "DFUPackageTests",
-        dependencies: ["DFUPackage", "BLECore", .product(name: "Crypto", package: "swift-crypto")],
+        dependencies: [
+            "DFUPackage", "BLECore", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "SecureDFUTests",
-        dependencies: ["SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
+        dependencies: ["SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator", log],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -244,7 +257,7 @@ var targets: [Target] = [
     .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
     .testTarget(
         name: "MCUbootImageTests",
-        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", "PlatformIO", .product(name: "Crypto", package: "swift-crypto")],
+        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", "PlatformIO"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -258,13 +271,13 @@ var targets: [Target] = [
     .testTarget(
         name: "FleetTests",
         dependencies: [
-            "Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
+            "Fleet", "DFUProtocol", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
         ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "LineStoreTests",
-        dependencies: ["LineStore", "Fleet", "BLECore"],
+        dependencies: ["LineStore", "Fleet"],
         swiftSettings: swiftSettings
     ),
     .testTarget(

@@ -9,7 +9,7 @@ import BLECore
 /// - ``Code/truncated``: a field needs more bytes than the PDU has left (a fixed field, or the first entry of a list).
 /// - ``Code/malformed``: the bytes are all there but do not follow the layout: bytes after a fixed-size PDU, a bad
 ///   format or length octet, a list that is not a whole number of entries, a UUID that is neither 2 nor 16 octets.
-public struct ATTDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ATTDecodingError: CodedError, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
 
@@ -68,9 +68,17 @@ public struct ATTDecodingError: Error, Hashable, Sendable, CustomStringConvertib
 
     private static func pduName(_ opcode: ATTOpcode) -> String { opcode.name ?? opcode.description }
 
-    public static func == (lhs: ATTDecodingError, rhs: ATTDecodingError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// "ATTDecodingError.truncated: Read Request: truncated: attribute handle needs 2 byte(s), 1 left".
     public var description: String { "ATTDecodingError.\(code): \(reason)" }
+}
+
+extension ATTDecodingError.Code: RawRepresentable {
+    public init(rawValue: String) { self.init(name: rawValue) }
+    public var rawValue: String { name }
+}
+
+extension ATTDecodingError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

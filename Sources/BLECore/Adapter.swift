@@ -155,7 +155,7 @@ public struct ConnectOptions: Sendable, Hashable {
 }
 
 /// Why an adapter operation failed. Each code maps to a documented CLI exit code.
-public struct AdapterError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct AdapterError: CodedError, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
         /// The kernel has no Bluetooth (socket() gives EAFNOSUPPORT).
@@ -193,8 +193,6 @@ public struct AdapterError: Error, Hashable, Sendable, CustomStringConvertible {
         self.errno = errno
     }
 
-    public static func == (lhs: AdapterError, rhs: AdapterError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { reason }
 }
 
@@ -207,4 +205,14 @@ public protocol BLEAdapter: Sendable {
     func scan(filter: ScanFilter, duration: Duration) -> AsyncThrowingStream<Advertisement, any Error>
     /// Opens an ATT bearer to the peer.
     func connect(to peer: PeerAddress, options: ConnectOptions) async throws(AdapterError) -> any ATTBearer
+}
+
+extension AdapterError.Code: RawRepresentable {
+    public init(rawValue: String) { self.init(name: rawValue) }
+    public var rawValue: String { name }
+}
+
+extension AdapterError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

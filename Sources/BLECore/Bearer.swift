@@ -1,5 +1,5 @@
 /// Why a bearer stopped or refused an operation.
-public struct BearerError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct BearerError: CodedError, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
         /// The peer closed the link or the link was lost.
@@ -28,8 +28,6 @@ public struct BearerError: Error, Hashable, Sendable, CustomStringConvertible {
         self.errno = errno
     }
 
-    public static func == (lhs: BearerError, rhs: BearerError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public var description: String { reason.isEmpty ? "\(code)" : "\(code): \(reason)" }
 }
@@ -96,4 +94,14 @@ extension ATTBearer {
 public protocol PDUObserver: Sendable {
     /// - Parameter sent: true for PDUs this side sent.
     func observe(pdu: [UInt8], sent: Bool)
+}
+
+extension BearerError.Code: RawRepresentable {
+    public init(rawValue: String) { self.init(name: rawValue) }
+    public var rawValue: String { name }
+}
+
+extension BearerError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

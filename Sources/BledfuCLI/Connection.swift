@@ -123,10 +123,8 @@ struct TraceObserver: PDUObserver {
 
 extension CLIError {
     init(_ error: ATTClientError) {
-        switch error.code {
-        case .disconnected, .closed: self.init("the device disconnected: \(error)", exitCode: BledfuExit.disconnected)
-        default: self.init("\(error)", exitCode: BledfuExit.protocolError)
-        }
+        let code = ExitCodeRegistry.code(for: error)
+        self.init(code == BledfuExit.disconnected ? "the device disconnected: \(error)" : "\(error)", exitCode: code)
     }
 }
 

@@ -2,7 +2,7 @@ import BLECore
 
 /// Why an HCI event packet could not be decoded. Truncated input (fewer bytes than a length field promised) is
 /// told apart from malformed input (a packet that is not an event, a length field that disagrees).
-public struct HCIDecodeError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct HCIDecodeError: CodedError, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
         public static let truncated = Code(name: "truncated")
@@ -23,8 +23,6 @@ public struct HCIDecodeError: Error, Hashable, Sendable, CustomStringConvertible
     }
 
     /// Errors compare by code; the reason is for people.
-    public static func == (lhs: HCIDecodeError, rhs: HCIDecodeError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public var description: String { "\(code): \(reason)" }
 }
@@ -185,4 +183,14 @@ public enum HCIEvent: Hashable, Sendable {
         }
         return reports
     }
+}
+
+extension HCIDecodeError.Code: RawRepresentable {
+    public init(rawValue: String) { self.init(name: rawValue) }
+    public var rawValue: String { name }
+}
+
+extension HCIDecodeError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

@@ -1,8 +1,9 @@
+import BLECore
 /// Why a DFU package, an init packet or a verification was rejected.
 ///
-/// One line (``message``) names the cause; ``code`` is an open code space that maps to a documented process exit
-/// status (``Code/exitCode``, see docs/packages.md). Equality compares the code only.
-public struct PackageError: Error, Hashable, Sendable, CustomStringConvertible {
+/// One line (``message``) names the cause; ``code`` is an open code space (bledfu's exit-code registry maps each
+/// code to a documented exit status, docs/exit-codes.md). Equality compares the code only.
+public struct PackageError: CodedError, Sendable {
     /// The kind of failure. Unknown raw values survive and print as `code(N)`.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: UInt16
@@ -32,16 +33,6 @@ public struct PackageError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidInput = Code(rawValue: 11)
         /// Reading or writing a file failed.
         public static let io = Code(rawValue: 12)
-
-        /// The process exit status for this code (bledfu reserves 30-39 for packages; docs/packages.md):
-        /// 30 invalid archive, 31 unsafe entry, 32 too large, 33 corrupt entry, 34 invalid manifest, 35 missing file,
-        /// 36 invalid init packet, 37 image mismatch, 38 signature invalid, 39 anything else (key, input, I/O).
-        public var exitCode: Int32 {
-            switch rawValue {
-            case 1...9: Int32(29 + Int(rawValue))
-            default: 39
-            }
-        }
 
         public var description: String {
             switch self {
@@ -77,6 +68,4 @@ public struct PackageError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 
-    public static func == (lhs: PackageError, rhs: PackageError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -157,7 +157,7 @@ public enum DFUStatus: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Malformed or truncated Secure DFU message.
-public struct DFUDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct DFUDecodingError: CodedError, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
         public static let empty = Code(name: "empty")
@@ -174,8 +174,6 @@ public struct DFUDecodingError: Error, Hashable, Sendable, CustomStringConvertib
         self.reason = reason
     }
 
-    public static func == (lhs: DFUDecodingError, rhs: DFUDecodingError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { "\(code): \(reason)" }
 
     static func from(_ truncated: ByteReader.Truncated, in message: String) -> DFUDecodingError {
@@ -186,4 +184,14 @@ public struct DFUDecodingError: Error, Hashable, Sendable, CustomStringConvertib
 func hex2(_ value: UInt8) -> String {
     let digits = Array("0123456789ABCDEF")
     return String([digits[Int(value >> 4)], digits[Int(value & 0x0F)]])
+}
+
+extension DFUDecodingError.Code: RawRepresentable {
+    public init(rawValue: String) { self.init(name: rawValue) }
+    public var rawValue: String { name }
+}
+
+extension DFUDecodingError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

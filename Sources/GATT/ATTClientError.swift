@@ -3,7 +3,7 @@ import BLECore
 
 /// Why an ATT client operation failed. The code space is open (a `Code` is a named value), and the remote ATT error
 /// travels with its request opcode and handle, so `0xFD` or an application code `0x80…0x9F` prints as received.
-public struct ATTClientError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ATTClientError: CodedError, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
         public init(_ name: String) { self.name = name }
@@ -61,16 +61,6 @@ public struct ATTClientError: Error, Hashable, Sendable, CustomStringConvertible
         }
     }
 
-    /// Equality compares the code and, for remote errors, the ATT error code (not the reason text).
-    public static func == (lhs: ATTClientError, rhs: ATTClientError) -> Bool {
-        lhs.code == rhs.code && lhs.attError == rhs.attError
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(attError)
-    }
-
     public var description: String {
         if code == .remote, let attError {
             let handleText = handle.map { " handle 0x" + String($0, radix: 16, uppercase: true) } ?? ""
@@ -79,4 +69,14 @@ public struct ATTClientError: Error, Hashable, Sendable, CustomStringConvertible
         }
         return reason.isEmpty ? "\(code)" : "\(code): \(reason)"
     }
+}
+
+extension ATTClientError.Code: RawRepresentable {
+    public init(rawValue: String) { self.init(rawValue) }
+    public var rawValue: String { name }
+}
+
+extension ATTClientError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

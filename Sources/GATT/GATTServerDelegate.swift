@@ -12,7 +12,7 @@ public enum GATTReadResult: Sendable, Hashable {
 }
 
 /// Why a `GATTServer` operation failed (open code space, as `ATTClientError`).
-public struct GATTServerError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct GATTServerError: CodedError, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
         public init(_ name: String) { self.name = name }
@@ -31,8 +31,6 @@ public struct GATTServerError: Error, Hashable, Sendable, CustomStringConvertibl
         self.code = code
         self.reason = reason
     }
-    public static func == (lhs: GATTServerError, rhs: GATTServerError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { reason.isEmpty ? "\(code)" : "\(code): \(reason)" }
 }
 
@@ -84,4 +82,14 @@ extension GATTServerDelegate {
     ) async {}
     public func disconnected(_ reason: GATTServerError, server: GATTServer) async {}
     public func afterResponding(to pdu: ATTPDU, server: GATTServer) async {}
+}
+
+extension GATTServerError.Code: RawRepresentable {
+    public init(rawValue: String) { self.init(rawValue) }
+    public var rawValue: String { name }
+}
+
+extension GATTServerError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

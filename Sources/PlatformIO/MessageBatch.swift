@@ -1,3 +1,4 @@
+import CLinuxShim
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,40 +6,27 @@ import Musl
 #endif
 import SystemPackage
 
-/// An array of Linux `struct mmsghdr` for sendmmsg(2) and recvmmsg(2), each with one `iovec` of its own.
-///
-/// glibc's layout, which this type builds by offsets (Swift does not import `mmsghdr`):
-///
-///     entry i at i × stride:
-///       +0              struct msghdr msg_hdr   (56 bytes on LP64): msg_iov -> vectors[i], msg_iovlen 1,
-///                                               no name, no control data; msg_flags set by recvmmsg
-///       +size(msghdr)   unsigned int msg_len    bytes sent or received for this entry
-///     stride = size(msghdr) + size(unsigned int), rounded up to the alignment of msghdr (64 on LP64)
+/// An array of Linux `struct mmsghdr` for sendmmsg(2) and recvmmsg(2) (CLinuxShim's `bledfu_mmsghdr`, the C
+/// type), each with one `iovec` of its own: `msg_hdr.msg_iov` -> vectors[i], `msg_iovlen` 1, no name, no control
+/// data; `msg_len` and `msg_hdr.msg_flags` are set by the kernel.
 ///
 /// Not thread-safe: one caller at a time (the bearers keep one per direction and take it out while in use).
 public final class MessageHeaders: @unchecked Sendable {
-    static let lengthOffset = MemoryLayout<msghdr>.size
-    static let stride: Int = {
-        let align = MemoryLayout<msghdr>.alignment
-        return (MemoryLayout<msghdr>.size + MemoryLayout<CUnsignedInt>.size + align - 1) / align * align
-    }()
-
+    // @unchecked: owned by one caller at a time (see above).
     public let capacity: Int
-    let headers: UnsafeMutableRawPointer
+    let headers: UnsafeMutablePointer<bledfu_mmsghdr>
     let vectors: UnsafeMutablePointer<iovec>
 
     public init(capacity: Int) {
         self.capacity = max(1, capacity)
-        headers = UnsafeMutableRawPointer.allocate(
-            byteCount: self.capacity * Self.stride, alignment: MemoryLayout<msghdr>.alignment)
-        headers.initializeMemory(as: UInt8.self, repeating: 0, count: self.capacity * Self.stride)
+        headers = UnsafeMutablePointer<bledfu_mmsghdr>.allocate(capacity: self.capacity)
         vectors = UnsafeMutablePointer<iovec>.allocate(capacity: self.capacity)
         vectors.initialize(repeating: iovec(iov_base: nil, iov_len: 0), count: self.capacity)
         for index in 0..<self.capacity {
             var header = msghdr()
             header.msg_iov = vectors + index
             header.msg_iovlen = 1
-            headers.storeBytes(of: header, toByteOffset: index * Self.stride, as: msghdr.self)
+            (headers + index).initialize(to: bledfu_mmsghdr(msg_hdr: header, msg_len: 0))
         }
     }
 
@@ -54,29 +42,22 @@ public final class MessageHeaders: @unchecked Sendable {
     }
 
     /// `msg_len` of entry `index`.
-    func length(_ index: Int) -> Int {
-        Int(headers.load(fromByteOffset: index * Self.stride + Self.lengthOffset, as: CUnsignedInt.self))
-    }
+    func length(_ index: Int) -> Int { Int(headers[index].msg_len) }
 
     /// `msg_hdr.msg_flags` of entry `index` (MSG_TRUNC after a receive that did not fit).
-    func flags(_ index: Int) -> CInt {
-        headers.load(fromByteOffset: index * Self.stride, as: msghdr.self).msg_flags
-    }
+    func flags(_ index: Int) -> CInt { headers[index].msg_hdr.msg_flags }
 
     /// The buffer of the first entry of the array at `headers` (for the syscall mock).
-    static func firstIOVector(_ headers: UnsafeMutableRawPointer) -> UnsafeRawBufferPointer {
-        let header = headers.load(as: msghdr.self)
+    static func firstIOVector(_ headers: UnsafeMutablePointer<bledfu_mmsghdr>) -> UnsafeRawBufferPointer {
+        let header = headers.pointee.msg_hdr
         guard let vector = header.msg_iov, header.msg_iovlen > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         return UnsafeRawBufferPointer(start: vector.pointee.iov_base, count: vector.pointee.iov_len)
     }
 
     /// Sets `msg_len` and `msg_hdr.msg_flags` of entry `index` (what the kernel does on receive).
-    static func setReceived(_ headers: UnsafeMutableRawPointer, index: Int, length: Int, flags: CInt) {
-        let entry = headers + index * stride
-        var header = entry.load(as: msghdr.self)
-        header.msg_flags = flags
-        entry.storeBytes(of: header, as: msghdr.self)
-        entry.storeBytes(of: CUnsignedInt(clamping: length), toByteOffset: lengthOffset, as: CUnsignedInt.self)
+    static func setReceived(_ headers: UnsafeMutablePointer<bledfu_mmsghdr>, index: Int, length: Int, flags: CInt) {
+        headers[index].msg_hdr.msg_flags = flags
+        headers[index].msg_len = CUnsignedInt(clamping: length)
     }
 }
 

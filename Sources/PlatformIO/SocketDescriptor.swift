@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CBlueZShim
+import CLinuxShim
 import SystemPackage
 
 /// A socket file descriptor in non-blocking mode, with typed operations. A value type: closing is explicit.
@@ -79,7 +79,6 @@ public struct SocketDescriptor: Hashable, Sendable, CustomStringConvertible {
         return value
     }
 
-    /// SO_ERROR: the pending error of a non-blocking connect, nil when it succeeded.
     /// The process at the other end of a connected Unix socket (SO_PEERCRED, socket(7)): the process that called
     /// `connect`, as the kernel recorded it then.
     public func peerProcessID() throws(Errno) -> Int32 {
@@ -89,6 +88,7 @@ public struct SocketDescriptor: Hashable, Sendable, CustomStringConvertible {
         return credentials.pid
     }
 
+    /// SO_ERROR: the pending error of a non-blocking connect, nil when it succeeded.
     public func pendingError() throws(Errno) -> Errno? {
         let value = try getOption(level: SOL_SOCKET, name: SO_ERROR)
         return value == 0 ? nil : Errno(rawValue: value)

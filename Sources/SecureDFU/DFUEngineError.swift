@@ -1,7 +1,8 @@
+import BLECore
 import DFUProtocol
 
 /// Why a Secure DFU transfer stopped. Equality is on ``code`` (the reason text is for people).
-public struct DFUEngineError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct DFUEngineError: CodedError, Sendable {
     /// Open code space: unknown codes (from a newer engine, a journal, a log) survive and print.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
@@ -71,8 +72,11 @@ public struct DFUEngineError: Error, Hashable, Sendable, CustomStringConvertible
         return DFUEngineError(.remote, "\(request) refused: \(what)", status: status, request: request)
     }
 
-    public static func == (lhs: DFUEngineError, rhs: DFUEngineError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public var description: String { "\(code): \(reason)" }
+}
+
+extension DFUEngineError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

@@ -1,3 +1,4 @@
+import BLECore
 /// What a device holds of a package, kept across connections and runs so that a resume can tell executed data from
 /// data that is merely present (Create Data cannot repair executed data; see ``DFUPlanning/dataResumeDecision``).
 ///
@@ -36,9 +37,24 @@ public struct DFUJournal: Codable, Hashable, Sendable {
 }
 
 /// A journal store failed (the CLI's file store reports errno text here).
-public struct JournalStoreError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct JournalStoreError: CodedError, Sendable {
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The store could not read, write or remove a journal.
+        public static let failed = Code(rawValue: "journal-store-failed")
+        public var description: String { rawValue }
+    }
+
+    public var code: Code
     public var reason: String
-    public init(_ reason: String) { self.reason = reason }
+
+    public init(_ reason: String, code: Code = .failed) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public var message: String { reason }
     public var description: String { "journal: \(reason)" }
 }
 

@@ -1,3 +1,4 @@
+import BLECore
 /// The two DFU characteristics of a connected bootloader, as the engine needs them. The GATT adapter
 /// (``GATTDFUTransport``) implements it over a `GATTClient`; tests implement it in memory.
 public protocol DFUTransport: Sendable {
@@ -29,7 +30,7 @@ extension DFUTransport {
 }
 
 /// A transport write failed.
-public struct DFUTransportError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct DFUTransportError: CodedError, Sendable {
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -46,7 +47,10 @@ public struct DFUTransportError: Error, Hashable, Sendable, CustomStringConverti
         self.reason = reason
     }
 
-    public static func == (lhs: DFUTransportError, rhs: DFUTransportError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { "\(code): \(reason)" }
+}
+
+extension DFUTransportError {
+    /// ``CodedError``'s one line: the reason.
+    public var message: String { reason }
 }

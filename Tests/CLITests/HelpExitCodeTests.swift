@@ -12,31 +12,31 @@ import Testing
         return result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
-    @Test func helpListsEveryCodeOfBothTables() throws {
+    @Test func helpListsEveryCodeOfTheRegistry() throws {
         let help = try normalizedHelp()
         func listed(_ code: Int32, _ meaning: String) -> Bool {
             help.contains(" \(code) " + meaning.split(whereSeparator: \.isWhitespace).joined(separator: " "))
         }
-        for (code, meaning) in BledfuExit.table {
-            #expect(listed(code, meaning), "bledfu --help lacks \(code) \(meaning)")
+        for entry in ExitCodeRegistry.entries {
+            #expect(listed(entry.code, entry.meaning), "bledfu --help lacks \(entry.code) \(entry.meaning)")
         }
-        // Every batch code, including the one only `bench batch` uses, with BatchExit's own wording.
-        for (code, meaning) in BatchExit.table where (50...59).contains(code) {
-            #expect(listed(code, "batch: " + meaning), "bledfu --help lacks batch exit code \(code)")
-        }
-        #expect(help.contains(" \(BatchExit.benchGoalMissed) bench batch: "))
         for code in Int32(50)...55 {
             #expect(help.contains(" \(code) "), "bledfu --help lacks \(code)")
         }
     }
 
-    @Test func batchCodesComeFromBatchExitOnce() {
-        let numbers = BledfuExit.table.map(\.0)
-        #expect(numbers.count == Set(numbers).count, "a code is listed twice: \(numbers)")
-        #expect(numbers == numbers.sorted(), "codes out of order: \(numbers)")
-        for (code, meaning) in BatchExit.table where (50...59).contains(code) {
-            #expect(BledfuExit.table.contains { $0.0 == code && $0.1.hasSuffix(meaning) })
+    /// `batch run --help` and `flash --help` print their codes from the registry, worded as the registry words them.
+    @Test func commandHelpComesFromTheRegistry() throws {
+        func normalized(_ text: String) -> String { text.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        let batch = normalized(try CLIRunner.run(["batch", "run", "--help"]).stdout)
+        for (code, meaning) in BatchExit.table {
+            let entry = ExitCodeRegistry.entries.first { $0.code == code }
+            #expect(entry?.meaning == meaning)
+            #expect(batch.contains(" \(code) " + normalized(meaning)), "batch run --help lacks \(code)")
         }
-        #expect(BledfuExit.table.contains { $0.0 == BatchExit.benchGoalMissed && $0.1.hasPrefix("bench batch") })
+        let flash = normalized(try CLIRunner.run(["flash", "--help"]).stdout)
+        let reverted = try #require(ExitCodeRegistry.entries.first { $0.code == 47 })
+        #expect(flash.contains(" 47 " + normalized(reverted.meaning)), "flash --help lacks 47")
+        #expect(!flash.contains(" 50 "), "flash --help lists batch codes")
     }
 }

@@ -145,9 +145,10 @@ import Testing
         let delegate = RecordingDelegate()
         delegate.refusal = .cccdImproperlyConfigured
         let link = Link(delegate: delegate)
-        await #expect(throws: ATTClientError.remote(.cccdImproperlyConfigured, .writeRequest, 0x0B)) {
+        let refusal = await #expect(throws: ATTClientError.self) {
             try await link.client.write(handle: 0x0B, value: [0x01])
         }
+        #expect(refusal?.code == .remote && refusal?.attError == .cccdImproperlyConfigured && refusal?.handle == 0x0B)
         #expect(link.recorder.trace == ["> 12 0B 00 01", "< 01 12 0B 00 FD"])
     }
 }

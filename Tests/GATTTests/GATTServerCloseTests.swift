@@ -63,9 +63,10 @@ import Testing
         let server = GATTServer(database: threeServiceDatabase(), bearer: serverEnd, delegate: delegate)
         let running = Task { await server.run() }
         let client = GATTClient(att: ATTClient(bearer: clientEnd))
-        await #expect(throws: ATTClientError.remote(.cccdImproperlyConfigured, .writeRequest, 0x0B)) {
+        let refusal = await #expect(throws: ATTClientError.self) {
             try await client.write(handle: 0x0B, value: [0x01])
         }
+        #expect(refusal?.code == .remote && refusal?.attError == .cccdImproperlyConfigured && refusal?.handle == 0x0B)
         try #require(await Self.nextRequestFails(client))
         #expect(await running.value == GATTServerError(.disconnected))
         // Error Response: request 0x12, handle 0x000B, code 0xFD; then the close.

@@ -34,9 +34,10 @@ import VirtualRadio
         #expect(try await client.read(handle: 0x0C) == [0x01, 0x00])
         #expect(await server.value(handle: 0x0E) == [1, 2, 3])
 
-        await #expect(throws: ATTClientError.remote(.writeNotPermitted, .writeRequest, 0x0E)) {
+        let refusal = await #expect(throws: ATTClientError.self) {
             try await client.write(handle: 0x0E, value: [1])
         }
+        #expect(refusal?.code == .remote && refusal?.attError == .writeNotPermitted && refusal?.handle == 0x0E)
 
         await att.close()
         #expect(await running.value.code == .disconnected)

@@ -1,6 +1,7 @@
 import BLECore
 import BlueZTransport
 import CBlueZShim
+import CLinuxShim
 import Testing
 
 /// Pins the kernel struct layouts Swift sees through CBlueZShim (linux-ble.md §1.1, checked against C).
@@ -81,5 +82,34 @@ import Testing
         #expect(filter.event_mask.1 == 0x4000_0000)
         let sa = BlueZSocketAddress.hciRaw(device: 1)
         #expect(BlueZSocketAddress.bytes(of: sa) == [31, 0, 1, 0, 0, 0])
+    }
+}
+
+/// Pins the Linux struct layouts PlatformIO uses through CLinuxShim: `struct epoll_event` as the kernel lays it out
+/// (packed on x86_64: 12 bytes, data at 4), and `struct mmsghdr` (shim.c also asserts it against the GNU header).
+@Suite struct CLinuxShimLayoutTests {
+    @Test func epollEvent() {
+        #if arch(x86_64)
+        #expect(MemoryLayout<epoll_event>.size == 12)
+        #expect(MemoryLayout<epoll_event>.offset(of: \.data) == 4)
+        #else
+        #expect(MemoryLayout<epoll_event>.size == 16)
+        #expect(MemoryLayout<epoll_event>.offset(of: \.data) == 8)
+        #endif
+        #expect(MemoryLayout<epoll_event>.offset(of: \.events) == 0)
+    }
+
+    @Test func mmsghdr() {
+        #expect(MemoryLayout<bledfu_mmsghdr>.offset(of: \.msg_hdr) == 0)
+        #expect(MemoryLayout<bledfu_mmsghdr>.offset(of: \.msg_len) == MemoryLayout<msghdr>.size)
+        #expect(MemoryLayout<bledfu_mmsghdr>.stride == 64)  // LP64: msghdr 56 + unsigned int, aligned to 8
+    }
+
+    /// SO_PEERCRED's `struct ucred`: pid@0, uid@4, gid@8 (12 bytes).
+    @Test func ucred() {
+        #expect(MemoryLayout<bledfu_ucred>.size == 12)
+        #expect(MemoryLayout<bledfu_ucred>.offset(of: \.uid) == 4)
+        #expect(MemoryLayout<bledfu_ucred>.offset(of: \.gid) == 8)
+        #expect(BLEDFU_SO_PEERCRED == 17)
     }
 }

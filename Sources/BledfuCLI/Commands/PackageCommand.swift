@@ -23,7 +23,7 @@ public struct PackageCommand: AsyncParsableCommand {
 /// Helpers shared by the package subcommands.
 enum PackageCLI {
     static func cliError(_ error: PackageError) -> CLIError {
-        CLIError(error.message, exitCode: error.code.exitCode)
+        CLIError(error.message, exitCode: ExitCodeRegistry.code(for: error))
     }
 
     static func load(_ path: String) throws -> FirmwarePackage {
@@ -70,7 +70,7 @@ enum PackageCLI {
         do {
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            throw CLIError("cannot write \(path): \(error.localizedDescription)", exitCode: PackageError.Code.io.exitCode)
+            throw CLIError("cannot write \(path): \(error.localizedDescription)", exitCode: ExitCodeRegistry.code(for: PackageError(.io, "")))
         }
     }
 }

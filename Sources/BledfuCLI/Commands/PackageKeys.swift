@@ -22,7 +22,7 @@ struct PackageKeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             guard !FileManager.default.fileExists(atPath: file) else {
-                throw CLIError("\(file) exists; refusing to overwrite a key", exitCode: PackageError.Code.io.exitCode)
+                throw CLIError("\(file) exists; refusing to overwrite a key", exitCode: ExitCodeRegistry.code(for: PackageError(.io, "")))
             }
             let pem = PackageKeys.generatePrivateKeyPEM()
             try PackageCLI.write(Array(pem.utf8), to: file)

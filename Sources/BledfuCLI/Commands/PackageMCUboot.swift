@@ -11,7 +11,7 @@ enum PackageMCUboot {
         do {
             return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
-            throw CLIError("cannot read \(path): \(error.localizedDescription)", exitCode: PackageError.Code.io.exitCode)
+            throw CLIError("cannot read \(path): \(error.localizedDescription)", exitCode: ExitCodeRegistry.code(for: PackageError(.io, "")))
         }
     }
 

@@ -3,6 +3,8 @@ import BLECore
 import DFUPackage
 import DFUSimulator
 import Foundation
+import Logging
+import SimulatorHost
 
 /// `--device NAME[:COUNT]`: a profile in Firmware/ (or a path to a profile JSON) and how many instances to run.
 struct SimulatedDeviceRequest: Hashable, Sendable {
@@ -55,6 +57,43 @@ struct SimulatedDeviceSpec: Sendable {
     /// The identity (application-mode) address: the key of its status and state files.
     var identity: BluetoothAddress { device.address }
     var name: String { device.name }
+
+    /// The device as the host makes it: restored from `--state-dir`, reporting to the host's status files. One
+    /// factory per family (a new family adds a case to ``SimulatedProfile`` and a factory here).
+    func hostedEntry(stateDirectory: String?) -> HostedDeviceEntry {
+        let spec = self
+        return HostedDeviceEntry(identity: identity, name: name) { reporter in
+            let logger = Logger(label: "bledfu.simulator.\(spec.name)")
+            switch spec.device {
+            case .secure(let profile):
+                return spec.makeSecure(profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger)
+            case .legacy(let profile):
+                return spec.makeLegacy(profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger)
+            }
+        }
+    }
+
+    private func makeSecure(_ profile: DeviceProfile, reporter: StatusReporter, stateDirectory: String?, logger: Logger)
+        -> VirtualDevice
+    {
+        let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(identity, from: $0) }
+        let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
+            stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
+        return VirtualDevice(
+            profile: profile, faults: faults, clock: ContinuousClock(), statusSink: { state in reporter.publish(state) },
+            restoring: restoring, persistentSink: persistentSink, logger: logger)
+    }
+
+    private func makeLegacy(
+        _ profile: LegacyDeviceProfile, reporter: StatusReporter, stateDirectory: String?, logger: Logger
+    ) -> VirtualLegacyDevice {
+        let restoring = stateDirectory.flatMap { SimulatorFiles.loadLegacyPersistentState(identity, from: $0) }
+        let persistentSink: (@Sendable (LegacyPersistentState) async -> Void)? =
+            stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
+        return VirtualLegacyDevice(
+            profile: profile, faults: faults, clock: ContinuousClock(), statusSink: { state in reporter.publish(state) },
+            restoring: restoring, persistentSink: persistentSink, logger: logger)
+    }
 }
 
 /// Profile lookup and command-line overrides for `bledfu simulate`.
@@ -172,14 +211,10 @@ enum SimulatorProfiles {
 /// File names of the simulator.
 enum SimulatorFiles {
     /// "C6-05-04-03-02-01.json": a device's status or state file, by identity address.
-    static func stateName(_ address: BluetoothAddress) -> String {
-        address.description.replacingOccurrences(of: ":", with: "-") + ".json"
-    }
+    static func stateName(_ address: BluetoothAddress) -> String { SimulatorHostFiles.stateName(address) }
 
     /// "C6-05-04-03-02-01.state.json": a device's flash and bootloader settings (`--state-dir`).
-    static func persistentStateName(_ address: BluetoothAddress) -> String {
-        address.description.replacingOccurrences(of: ":", with: "-") + ".state.json"
-    }
+    static func persistentStateName(_ address: BluetoothAddress) -> String { SimulatorHostFiles.persistentStateName(address) }
 
     /// The Legacy device's flash `--state-dir` kept (nil when absent or unreadable).
     static func loadLegacyPersistentState(_ identity: BluetoothAddress, from stateDirectory: String) -> LegacyPersistentState? {

@@ -3,7 +3,9 @@ import PlatformIO
 import BLECore
 import DFUSimulator
 import Dispatch
+import BlueZTransport
 import Foundation
+import SimulatorHost
 
 /// `bledfu simulate [run]`: virtual devices on a virtual radio until SIGINT/SIGTERM.
 struct SimulateRun: AsyncParsableCommand {
@@ -108,8 +110,8 @@ struct SimulateRun: AsyncParsableCommand {
             host = SimulatorHost(radioDirectory: radioDirectory, events: events)
             statusDirectory = statusDir ?? radioDirectory + "/status"
         case .bluez(let name?):
-            host = SimulatorHost(place: name, events: events) { () throws(CLIError) in
-                try BlueZSimulatorEndpoint(adapterName: name)
+            host = SimulatorHost(place: name, events: events) { () throws(AdapterError) in
+                try BlueZPeripheralEndpoint(adapterName: name)
             }
             statusDirectory = statusDir ?? (stateDir ?? NSTemporaryDirectory() + "bledfu-simulate-" + name) + "/status"
         default:
@@ -119,10 +121,11 @@ struct SimulateRun: AsyncParsableCommand {
         defer { signals.cancel() }
         let running: [SimulatorHost.Running]
         do {
-            running = try await host.start(specs, statusDirectory: statusDirectory, stateDirectory: stateDir)
+            running = try await host.start(
+                specs.map { $0.hostedEntry(stateDirectory: stateDir) }, statusDirectory: statusDirectory, stateDirectory: stateDir)
         } catch {
             if host.isStopping { return }
-            throw error
+            throw CLIError(error.message, exitCode: (error.cause as? AdapterError).map(BledfuExit.code(for:)) ?? BledfuExit.failure)
         }
         if options.json {
             Console.json(["event": "ready", "devices": running.count, "radio": host.place.hasPrefix("virtual:") ? String(host.place.dropFirst(8)) : host.place, "status": statusDirectory])
@@ -130,7 +133,7 @@ struct SimulateRun: AsyncParsableCommand {
             Console.errorRaw(
                 "bledfu simulate: \(running.count) device(s) on \(host.place) (status in \(statusDirectory)); Ctrl-C stops")
         }
-        if let error = await host.run(running) { throw error }
+        if let error = await host.run(running) { throw CLIError(error.message, exitCode: BledfuExit.failure) }
         if options.json {
             Console.json(["event": "stopped"])
         } else {

@@ -1,0 +1,184 @@
+import BLECore
+import DFUCore
+import DFUPackage
+import Fleet
+import GATT
+
+/// One exit status of `bledfu`: its number, a stable name, what it means, and which error codes end in it.
+struct ExitCodeEntry: Sendable, Hashable {
+    let code: Int32
+    let name: String
+    let meaning: String
+    /// The errors that map to it, as `Type.code` (`DFUError.link-lost`, `AdapterError.noAdapter`,
+    /// `PackageError.invalid-archive`), or a phrase for the ones that are no error value.
+    let errors: [String]
+
+    init(_ code: Int32, _ name: String, _ meaning: String, _ errors: [String] = []) {
+        self.code = code
+        self.name = name
+        self.meaning = meaning
+        self.errors = errors
+    }
+}
+
+/// The one registry of bledfu's exit codes. `bledfu --help`, `flash --help`, `batch --help`, the README table
+/// and docs/exit-codes.md are generated from it (`bledfu exit-codes --markdown`; `tools/check-exit-codes` fails
+/// when they drift). Scripts rely on these numbers: a code keeps its meaning; a new one needs a reason. Errors map
+/// to codes by lookup in ``entries``, never by arithmetic.
+enum ExitCodeRegistry {
+    static let entries: [ExitCodeEntry] = [
+        ExitCodeEntry(0, "success", "success"),
+        ExitCodeEntry(1, "failure", "other failure", ["any error without a more specific code"]),
+        ExitCodeEntry(
+            10, "no-bluetooth", "this kernel has no Bluetooth support (EAFNOSUPPORT)", ["AdapterError.noBluetoothInKernel"]),
+        ExitCodeEntry(11, "no-adapter", "no such Bluetooth adapter", ["AdapterError.noAdapter"]),
+        ExitCodeEntry(12, "adapter-down", "the adapter is down", ["AdapterError.adapterDown"]),
+        ExitCodeEntry(
+            13, "permission-denied", "permission denied (scanning needs CAP_NET_RAW)", ["AdapterError.permissionDenied"]),
+        ExitCodeEntry(14, "bad-address", "bad device address", ["AdapterError.badAddress"]),
+        ExitCodeEntry(15, "connection-timeout", "connection timed out", ["AdapterError.connectionTimeout"]),
+        ExitCodeEntry(
+            16, "disconnected", "the device disconnected",
+            ["AdapterError.disconnected", "ATTClientError.disconnected", "ATTClientError.closed"]),
+        ExitCodeEntry(17, "device-not-found", "device not found", ["AdapterError.deviceNotFound"]),
+        ExitCodeEntry(
+            18, "busy", "another program holds the ATT channel of the link to the device (EBUSY on an existing link)",
+            ["AdapterError.busy"]),
+        ExitCodeEntry(19, "connection-refused", "connection refused", ["AdapterError.connectionRefused"]),
+        ExitCodeEntry(
+            20, "att-error", "ATT/GATT error, or the device did not answer in time",
+            ["ATTClientError.timeout", "ATTClientError.remote", "ATTClientError.protocolViolation",
+             "ATTClientError.decoding", "ATTClientError.oversizePDU", "ATTClientError.invalidArgument"]),
+        ExitCodeEntry(
+            21, "no-free-link",
+            "the adapter has no free link: its controller is at its connection limit (HCI 0x09/0x07/0x0D; `batch` retries the device when a link ends)",
+            ["AdapterError.noFreeLink"]),
+        ExitCodeEntry(
+            22, "adapter-busy",
+            "the adapter cannot create a connection now: its controller is busy scanning or creating another one, or the adapter advertises (retry)",
+            ["AdapterError.adapterBusy"]),
+        ExitCodeEntry(
+            30, "invalid-archive", "the package is not a readable zip archive (or no family reads it)",
+            ["PackageError.invalid-archive", "DFUError.invalid-package"]),
+        ExitCodeEntry(31, "unsafe-entry", "a package entry name is unsafe or duplicated", ["PackageError.unsafe-entry"]),
+        ExitCodeEntry(32, "entry-too-large", "a package entry is too large (or a zip bomb)", ["PackageError.entry-too-large"]),
+        ExitCodeEntry(33, "corrupt-entry", "a package entry is corrupt (CRC, deflate)", ["PackageError.corrupt-entry"]),
+        ExitCodeEntry(34, "invalid-manifest", "the package manifest is missing or invalid", ["PackageError.invalid-manifest"]),
+        ExitCodeEntry(35, "missing-file", "the manifest names a file the package lacks", ["PackageError.missing-file"]),
+        ExitCodeEntry(36, "invalid-init-packet", "an init packet does not decode", ["PackageError.invalid-init-packet"]),
+        ExitCodeEntry(37, "image-mismatch", "an image does not match its init packet", ["PackageError.image-mismatch"]),
+        ExitCodeEntry(38, "signature-invalid", "no given key verifies a package signature", ["PackageError.signature-invalid"]),
+        ExitCodeEntry(
+            39, "package-other", "a key file, a create input or file I/O failed (docs/packages.md)",
+            ["PackageError.invalid-key", "PackageError.invalid-input", "PackageError.io", "PackageError (other codes)"]),
+        ExitCodeEntry(
+            40, "remote", "the device refused a DFU request (result or extended error, named)",
+            ["DFUError.remote", "DFUError.already-present"]),
+        ExitCodeEntry(
+            41, "verification-failed", "CRC or image verification kept failing; the updater gave up",
+            ["DFUError.verification-failed"]),
+        ExitCodeEntry(42, "timeout", "the device stopped answering (response timeout)", ["DFUError.timeout"]),
+        ExitCodeEntry(
+            43, "link-lost", "the link was lost and reconnects ran out (the upload is resumable: `bledfu resume`)",
+            ["DFUError.link-lost", "DFUError.transport", "DFUError.unconfirmed"]),
+        ExitCodeEntry(
+            44, "updater-not-found", "the bootloader (updater) was not found after the jump or a reset", ["DFUError.not-found"]),
+        ExitCodeEntry(
+            45, "no-dfu-service", "the device has no DFU service of a known family (or no way into it)",
+            ["DFUError.no-update-service"]),
+        ExitCodeEntry(
+            46, "protocol-error",
+            "the device broke the DFU or ATT protocol (e.g. a PDU longer than ATT_MTU), or the package does not fit the device",
+            ["DFUError.protocol-violation", "DFUError.incompatible-package"]),
+        // 47: a family whose device confirms an image after a reset (MCUmgr SMP test/confirm) can find the old image
+        // running again; neither "refused" (40) nor "verification" (41) says that.
+        ExitCodeEntry(47, "reverted", "after the reset the device runs its old image again (reverted)", ["DFUError.reverted"]),
+        ExitCodeEntry(50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)"),
+        ExitCodeEntry(51, "batch-plan-invalid", "`batch`: the plan is invalid (its line and the reason are printed)"),
+        ExitCodeEntry(52, "batch-line-stopped", "`batch`: the line stopped after the plan's number of failures"),
+        ExitCodeEntry(
+            53, "batch-database",
+            "`batch`: the batch log could not be opened or written (also a wrong or unreachable database URL)",
+            ["BatchLogError (other codes)"]),
+        ExitCodeEntry(54, "batch-no-devices", "`batch`: no device matched the plan"),
+        ExitCodeEntry(55, "bench-goal-missed", "`bench batch`: the parallel/alone ratio is above `--max-ratio`"),
+        ExitCodeEntry(
+            56, "batch-database-newer", "`batch`, `line`: the database has a newer schema version than this bledfu knows",
+            ["BatchLogError.newer-schema"]),
+        ExitCodeEntry(
+            57, "batch-station-name-taken", "`batch`: a live station of the line already uses this `--station` name",
+            ["BatchLogError.station-name-taken"]),
+        ExitCodeEntry(
+            58, "batch-plan-differs", "`batch`: the plan's classes or packages differ from the line's",
+            ["BatchLogError.plan-differs"]),
+        ExitCodeEntry(
+            59, "flash-stalled",
+            "`batch`, a device's attempt (its `exit_code` in the log): its `bledfu flash` printed nothing for `flash.stall_timeout` and was killed"),
+        ExitCodeEntry(64, "usage", "bad arguments", ["argument errors", "DFUError.unknown-family"]),
+        ExitCodeEntry(
+            130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable)",
+            ["DFUError.stopped", "DFUError.cancelled"]),
+    ]
+
+    /// `Type.code` → exit code.
+    static let byError: [String: Int32] = {
+        var map: [String: Int32] = [:]
+        for entry in entries {
+            for error in entry.errors { map[error] = entry.code }
+        }
+        return map
+    }()
+
+    /// The code of the entry named `name` (every name used in the source exists: `ExitCodeRegistryTests`).
+    static func code(_ name: String) -> Int32 {
+        entries.first { $0.name == name }?.code ?? failure
+    }
+
+    static let failure: Int32 = 1
+
+    static func code(for error: AdapterError) -> Int32 { byError["AdapterError.\(error.code)"] ?? failure }
+
+    static func code(for error: ATTClientError) -> Int32 { byError["ATTClientError.\(error.code)"] ?? code("att-error") }
+
+    static func code(for error: PackageError) -> Int32 {
+        byError["PackageError.\(error.code)"] ?? code("package-other")
+    }
+
+    static func code(for error: BatchLogError) -> Int32 {
+        byError["BatchLogError.\(error.code.rawValue)"] ?? code("batch-database")
+    }
+
+    /// An update's error: its own code, or for a connection or package failure, the cause's.
+    static func code(for error: DFUError) -> Int32 {
+        switch error.code {
+        case .connection:
+            if let adapter = error.cause as? AdapterError { return code(for: adapter) }
+            if let att = error.cause as? ATTClientError { return code(for: att) }
+            return failure
+        case .invalidPackage:
+            if let package = error.cause as? PackageError { return code(for: package) }
+        default: break
+        }
+        return byError["DFUError.\(error.code.rawValue)"] ?? failure
+    }
+
+    /// `  code<TAB>meaning` lines, for `--help`.
+    static func helpLines(_ codes: some Sequence<Int32>) -> String {
+        let wanted = Set(codes)
+        return entries.filter { wanted.contains($0.code) }.map { "  \($0.code)\t\($0.meaning)" }.joined(separator: "\n")
+    }
+
+    /// The README's table (code | meaning).
+    static var readmeTable: String {
+        (["| code | meaning |", "|---|---|"] + entries.map { "| \($0.code) | \($0.meaning) |" }).joined(separator: "\n")
+    }
+
+    /// docs/exit-codes.md's table (code | name | meaning | errors).
+    static var docsTable: String {
+        let rows = entries.map { entry in
+            let errors = entry.errors.map { $0.contains(".") ? "`\($0)`" : $0 }.joined(separator: ", ")
+            return "| \(entry.code) | `\(entry.name)` | \(entry.meaning) | \(errors) |"
+        }
+        return (["| code | name | meaning | errors that end in it |", "|---|---|---|---|"] + rows).joined(separator: "\n")
+    }
+}

@@ -1,0 +1,35 @@
+/*
+ * CLinuxShim: the Linux declarations PlatformIO calls that Swift's Glibc module leaves out (the swift-nio
+ * CNIOLinux shape): epoll (<sys/epoll.h>: struct epoll_event with the kernel's layout, packed on x86_64) and the
+ * GNU sendmmsg(2)/recvmmsg(2) with `struct mmsghdr`, and `struct ucred` of SO_PEERCRED, which need _GNU_SOURCE
+ * (defined in shim.c, where the two one-line forwards live and the layouts are asserted against the GNU headers). Declarations only; layouts are pinned by Tests/TransportTests/CShimLayoutTests.swift.
+ */
+#ifndef BLEDFU_CLINUXSHIM_H
+#define BLEDFU_CLINUXSHIM_H
+
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+
+/// `struct mmsghdr` (sys/socket.h under _GNU_SOURCE): one message of sendmmsg/recvmmsg and the byte count the
+/// kernel sets. Same layout (shim.c asserts it).
+typedef struct {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+} bledfu_mmsghdr;
+
+/// `struct ucred` (socket(7), SO_PEERCRED): pid@0, uid@4, gid@8. Same layout (shim.c asserts it).
+typedef struct {
+    int32_t pid;
+    uint32_t uid;
+    uint32_t gid;
+} bledfu_ucred;
+static const int BLEDFU_SO_PEERCRED = SO_PEERCRED;  /* 17 */
+
+/// sendmmsg(2).
+int bledfu_sendmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags);
+/// recvmmsg(2) without a timeout.
+int bledfu_recvmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags);
+
+#endif /* BLEDFU_CLINUXSHIM_H */

@@ -1,0 +1,20 @@
+// sendmmsg(2) and recvmmsg(2) are GNU extensions: declared only with _GNU_SOURCE, which Swift's view of the C
+// library does not define. These forwards are compiled with it (as swift-nio's CNIOLinux does).
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <sys/socket.h>
+#include "CLinuxShim.h"
+
+_Static_assert(sizeof(bledfu_mmsghdr) == sizeof(struct mmsghdr), "bledfu_mmsghdr is struct mmsghdr");
+_Static_assert(offsetof(bledfu_mmsghdr, msg_len) == offsetof(struct mmsghdr, msg_len), "msg_len offset");
+_Static_assert(sizeof(bledfu_ucred) == sizeof(struct ucred), "bledfu_ucred is struct ucred");
+_Static_assert(offsetof(bledfu_ucred, uid) == offsetof(struct ucred, uid), "uid offset");
+_Static_assert(offsetof(bledfu_ucred, gid) == offsetof(struct ucred, gid), "gid offset");
+
+int bledfu_sendmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags) {
+    return sendmmsg(fd, (struct mmsghdr *)messages, count, flags);
+}
+
+int bledfu_recvmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags) {
+    return recvmmsg(fd, (struct mmsghdr *)messages, count, flags, NULL);
+}

@@ -1,0 +1,94 @@
+import BLECore
+import DFUCore
+import DFUPackage
+import Fleet
+import Foundation
+import GATT
+import Testing
+
+@testable import BledfuCLI
+
+/// The exit-code registry: numbers and names unique, every error code the project throws mapped, the generated
+/// tables in README.md and docs/exit-codes.md equal to what `bledfu exit-codes --markdown` prints.
+@Suite struct ExitCodeRegistryTests {
+    @Test func codesAndNamesAreUniqueAndOrdered() {
+        let codes = ExitCodeRegistry.entries.map(\.code)
+        #expect(codes == codes.sorted())
+        #expect(Set(codes).count == codes.count)
+        #expect(Set(ExitCodeRegistry.entries.map(\.name)).count == codes.count)
+        let errors = ExitCodeRegistry.entries.flatMap(\.errors)
+        #expect(Set(errors).count == errors.count, "an error maps to two codes")
+    }
+
+    /// The numbers scripts rely on (README.md before the registry) keep their meaning.
+    @Test func documentedNumbersKeepTheirMeaning() {
+        #expect(BledfuExit.success == 0 && BledfuExit.failure == 1 && BledfuExit.usage == 64)
+        #expect(BledfuExit.noBluetoothInKernel == 10 && BledfuExit.noAdapter == 11 && BledfuExit.adapterDown == 12)
+        #expect(BledfuExit.permissionDenied == 13 && BledfuExit.badAddress == 14 && BledfuExit.connectionTimeout == 15)
+        #expect(BledfuExit.disconnected == 16 && BledfuExit.deviceNotFound == 17 && BledfuExit.busy == 18)
+        #expect(BledfuExit.connectionRefused == 19 && BledfuExit.protocolError == 20 && BledfuExit.packageInvalid == 30)
+        #expect(FlashExit.remoteError == 40 && FlashExit.verificationFailed == 41 && FlashExit.timeout == 42)
+        #expect(FlashExit.linkLost == 43 && FlashExit.bootloaderNotFound == 44 && FlashExit.noDFUService == 45)
+        #expect(FlashExit.protocolError == 46 && BledfuExit.interrupted == 130)
+        #expect(BatchExit.devicesFailed == 50 && BatchExit.planInvalid == 51 && BatchExit.lineStopped == 52)
+        #expect(BatchExit.databaseError == 53 && BatchExit.noDevices == 54 && BatchExit.benchGoalMissed == 55)
+        #expect(BledfuExit.noFreeLink == 21 && BledfuExit.adapterBusy == 22)
+        #expect(BatchExit.databaseNewer == 56 && BatchExit.stationNameTaken == 57 && BatchExit.planDiffers == 58)
+        #expect(BatchExit.flashStalled == 59)
+    }
+
+    /// An adapter without a free link (21) or busy (22), and the line's database refusals (56-58), end in their own
+    /// codes; any other batch-log failure is 53.
+    @Test func adapterAndLineErrorsMapToTheirCodes() {
+        #expect(ExitCodeRegistry.code(for: AdapterError(.noFreeLink, "x")) == 21)
+        #expect(ExitCodeRegistry.code(for: AdapterError(.adapterBusy, "x")) == 22)
+        #expect(ExitCodeRegistry.code(for: DFUError(.connection, "x", cause: AdapterError(.noFreeLink, "x"))) == 21)
+        let expected: [(BatchLogError.Code, Int32)] = [
+            (.newerSchema, 56), (.stationNameTaken, 57), (.planDiffers, 58), (.open, 53),
+        ]
+        for (code, exit) in expected {
+            #expect(ExitCodeRegistry.code(for: BatchLogError(code, "x")) == exit, "\(code)")
+            #expect(CLIError(BatchLogError(code, "x")).exitCode == exit)
+        }
+    }
+
+    /// docs/packages.md's table: each package error code has its own exit status in 30-39.
+    @Test func everyPackageErrorMapsInto30To39() {
+        let expected: [(PackageError.Code, Int32)] = [
+            (.invalidArchive, 30), (.unsafeEntry, 31), (.entryTooLarge, 32), (.corruptEntry, 33), (.invalidManifest, 34),
+            (.missingFile, 35), (.invalidInitPacket, 36), (.imageMismatch, 37), (.signatureInvalid, 38), (.invalidKey, 39),
+            (.invalidInput, 39), (.io, 39), (PackageError.Code(rawValue: 999), 39),
+        ]
+        for (code, exit) in expected {
+            #expect(ExitCodeRegistry.code(for: PackageError(code, "x")) == exit, "\(code)")
+            // Through the updater's error too (a plan that failed on the package).
+            #expect(ExitCodeRegistry.code(for: DFUError(.invalidPackage, "x", cause: PackageError(code, "x"))) == exit)
+        }
+        #expect(ExitCodeRegistry.code(for: DFUError(.invalidPackage, "no family reads it")) == 30)
+    }
+
+    @Test func everyDFUErrorCodeIsMapped() {
+        let expected: [(DFUError.Code, Int32)] = [
+            (.remoteRefusal, 40), (.alreadyPresent, 40), (.verificationFailed, 41), (.timeout, 42), (.linkLost, 43),
+            (.transport, 43), (.unconfirmed, 43), (.notFound, 44), (.noUpdateService, 45), (.protocolViolation, 46),
+            (.incompatiblePackage, 46), (.reverted, 47), (.unknownFamily, 64), (.stopped, 130), (.cancelled, 130),
+            (DFUError.Code("a-family-specific-code"), 1),
+        ]
+        for (code, exit) in expected { #expect(ExitCodeRegistry.code(for: DFUError(code, "x")) == exit, "\(code)") }
+        // A connection failure takes its cause's code.
+        #expect(ExitCodeRegistry.code(for: DFUError(.connection, "x", cause: AdapterError(.connectionRefused, "x"))) == 19)
+        #expect(ExitCodeRegistry.code(for: DFUError(.connection, "x", cause: ATTClientError(.closed, "x"))) == 16)
+        #expect(ExitCodeRegistry.code(for: DFUError(.connection, "x", cause: ATTClientError(.timeout, "x"))) == 20)
+    }
+
+    /// README.md and docs/exit-codes.md carry the generated tables (tools/check-exit-codes checks the same in CI).
+    @Test func readmeAndDocsAreGenerated() throws {
+        let result = try CLIRunner.run(["exit-codes", "--markdown"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let readme = try String(contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let docs = try String(contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("docs/exit-codes.md"), encoding: .utf8)
+        #expect(readme.contains(ExitCodeRegistry.readmeTable + "\n"))
+        #expect(docs.contains(ExitCodeRegistry.docsTable + "\n"))
+        #expect(result.stdout == ExitCodeRegistry.docsTable + "\n")
+    }
+}
