@@ -123,7 +123,7 @@ enum FlashExit {
     static let linkLost: Int32 = 43
     /// No bootloader advertised after the buttonless jump (or after a part reset the device).
     static let bootloaderNotFound: Int32 = 44
-    /// The device has no Secure DFU service (FE59) or no usable DFU characteristic.
+    /// The device has no DFU service of a known family (Secure FE59, Legacy 1530, SMP) or no usable DFU characteristic.
     static let noDFUService: Int32 = 45
     /// The device broke the DFU protocol, or package and device cannot work together.
     static let protocolError: Int32 = 46
@@ -134,7 +134,7 @@ enum FlashExit {
         (timeout, "the device stopped answering (timeout)"),
         (linkLost, "link lost and reconnects exhausted (resumable: bledfu resume)"),
         (bootloaderNotFound, "bootloader not found after the buttonless jump"),
-        (noDFUService, "the device has no Secure DFU service"),
+        (noDFUService, "the device has no DFU service (Secure, Legacy or SMP)"),
         (protocolError, "protocol violation, or package and device incompatible"),
         (BledfuExit.interrupted, "stopped by Ctrl-C at a safe point (resumable)"),
     ]

@@ -35,7 +35,15 @@ extension LegacyDFUFamily {
             // The journal holds this part's restarts (this run's and the killed runs'): the result says them.
             return .resets(around, summary: journal.summary(of: context.index))
         }
-        guard error.restartsFromZero else { throw Self.map(error, location: around) }
+        guard error.restartsFromZero else {
+            // An attempt that ends otherwise is closed in the journal too (the updater may try again after a
+            // timeout): only a run that stopped without a word (killed) leaves it open for the next run to count.
+            if ![.cancelled, .stopped].contains(error.code) {
+                journal.recordRestart(part: context.index, error: error, bytesSent: await driver.bytesSent)
+                await context.checkpoint(journal, confirmedBytes: 0)
+            }
+            throw Self.map(error, location: around)
+        }
         journal.recordRestart(part: context.index, error: error, bytesSent: await driver.bytesSent, window: await driver.lastWindow)
         if error.code == .deviceReset { journal.resetAt = here.description }
         await context.checkpoint(journal, confirmedBytes: 0)

@@ -155,6 +155,7 @@ public struct LegacyJournal: Codable, Hashable, Sendable {
         case LegacyDFUError.Code.bytesLost.rawValue: "packets lost"
         case LegacyDFUError.Code.deviceReset.rawValue where restart.reason.hasPrefix("Validate"): "validation failed"
         case LegacyDFUError.Code.deviceReset.rawValue: "device busy with an earlier transfer"
+        case LegacyDFUError.Code.timeout.rawValue: "device stopped answering"
         case "killed": "tool stopped"
         default: restart.code
         }

@@ -219,6 +219,30 @@ enum LegacyKitFixture {
         #expect(old.installed.application?.version == 1 && old.transfer.bytesAccepted == 0, "\(old.transfer)")
     }
 
+    /// `--family` (the request's family) overrides detection: a Legacy package forced onto the Secure or the SMP
+    /// family is refused by that family's plan (one line, nothing sent), where auto-detection would have picked
+    /// Legacy; forced to Legacy, the same update goes through.
+    @Test func familyOverride() async throws {
+        let device = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())
+        let adapter = VirtualDeviceAdapter(devices: [device])
+        let package = try LegacyKitFixture.package()
+        // (The Secure and SMP plans call another family's package invalid-package, not incompatible-package as
+        // DFUFamily.plan's documentation says; their line names the package's family either way.)
+        for (forced, says) in [(DFUFamilyID.secure, "is a Legacy DFU package (dfu_version 0.5), not a Secure DFU package"), (.smp, "not an SMP package")] {
+            do {
+                _ = try await Updater(adapter: adapter, clock: ContinuousClock()).update(LegacyKitFixture.request(package, family: forced))
+                Issue.record("--family \(forced) sent a Legacy package")
+            } catch {
+                #expect([.incompatiblePackage, .invalidPackage].contains(error.code), "\(forced): \(error)")
+                #expect(error.message.contains(says) && !error.message.contains("\n"), "\(forced): \(error.message)")
+            }
+        }
+        #expect(await device.state().counters.packetsReceived == 0)
+        let result = try await Updater(adapter: adapter, clock: ContinuousClock()).update(LegacyKitFixture.request(package, family: .legacy))
+        #expect(result.family == .legacy)
+        #expect(await device.state().installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(LegacyKitFixture.image))
+    }
+
     /// InfiniTime: no jump (the service is in the application), the image, the watch resets into it.
     @Test func pineTime() async throws {
         let device = VirtualLegacyDevice(profile: LegacyKitFixture.profile(LegacyDeviceProfile.pineTime), clock: ContinuousClock())
