@@ -246,7 +246,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "LegacyDFUTests",
-        dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio"],
+        dependencies: ["LegacyDFU", "DFUCore", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio", log],
         swiftSettings: swiftSettings
     ),
     .testTarget(

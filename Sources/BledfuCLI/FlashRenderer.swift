@@ -130,6 +130,7 @@ final class FlashRenderer: Sendable {
                 "\(summary.success ? "done" : "stopped") in \(seconds) s: \(summary.bytesSent) bytes sent at "
                     + "\(Self.kB(summary.averageBytesPerSecond)) kB/s average, \(summary.bytesResent) resent, "
                     + "\(summary.checkpoints) checkpoint(s), \(summary.reconnects) reconnect(s)", &state)
+            if summary.success, let message = summary.message { line(message, &state) }
         }
     }
 

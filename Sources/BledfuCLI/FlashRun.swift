@@ -112,7 +112,8 @@ func runFlash(_ settings: FlashSettings) async throws {
     }
     do {
         let result = try await run.result()
-        renderer.finish(UpdateSummary(success: true, exitCode: 0, statistics: result.statistics))
+        // The families' line on how the parts got there (Legacy: restarts, bytes sent again and why).
+        renderer.finish(UpdateSummary(success: true, exitCode: 0, statistics: result.statistics, message: result.summary))
     } catch {
         let failure = flashFailure(error, settings: settings, device: device.withLock { $0 })
         renderer.finish(

@@ -25,7 +25,8 @@ protocol FamilySession: Sendable {
     func reportPlan(_ flow: UpdateFlow)
     func probe(_ services: [GATTService], on link: DFULink, context: UpdateContext) async throws(DFUError) -> FamilyProbe
     func updaterLocation(forApplicationAt peer: PeerAddress, options: UpdateOptions) -> DeviceLocation?
-    /// Every part from the journal's position, then the family's finish. Returns the finish's summary.
+    /// Every part from the journal's position, then the family's finish. Returns the parts' summaries and the
+    /// finish's, joined by "; ".
     func runParts(flow: UpdateFlow, link: DFULink, journal: UpdateJournal?) async throws(DFUError) -> String?
 }
 

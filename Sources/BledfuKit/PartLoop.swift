@@ -23,6 +23,8 @@ struct PartLoop<F: DFUFamily> {
     var budget: ReconnectBudget
     var lastLoss: DFUError?
     var unconfirmed = false
+    /// What the families said about how each part got there (``PartOutcome/summary``), for the result.
+    var notes: [String] = []
 
     init(session: TypedFamilySession<F>, plan: FamilyPlan<F.Part>, flow: UpdateFlow, link: DFULink, journal: UpdateJournal?)
         async
@@ -75,7 +77,9 @@ struct PartLoop<F: DFUFamily> {
                 guard let link = connection else { continue }
                 let before = journal.confirmedBytes
                 do {
-                    after = try await upload(part, on: link).after
+                    let outcome = try await upload(part, on: link)
+                    after = outcome.after
+                    if let summary = outcome.summary { notes.append("\(part.name): \(summary)") }
                 } catch {
                     await link.close()
                     connection = nil
@@ -106,7 +110,8 @@ struct PartLoop<F: DFUFamily> {
             throw error.from(family.id)
         }
         await connection?.close()
-        return finished.summary
+        let lines = notes + [finished.summary].compactMap { $0 }
+        return lines.isEmpty ? nil : lines.joined(separator: "; ")
     }
 
     /// One part over one link, with the journal kept at every safe point the family reports.

@@ -108,6 +108,7 @@ public struct UpdateResult: Sendable, Hashable {
     /// The device's address as it was given (or found by name).
     public var deviceAddress: String
     public var statistics: UpdateStatistics
-    /// What the family's finish found, when it had something to say.
+    /// How the parts got there (a family's ``PartOutcome/summary``: restarts, bytes sent again and why) and what the
+    /// family's finish found, joined by "; "; nil when there was nothing to say.
     public var summary: String?
 }

@@ -94,10 +94,18 @@ public struct PartOutcome: Sendable, Hashable {
     }
 
     public var after: After
+    /// One line for people about how the part got there, when there is something to say ("restarted once, 8192
+    /// bytes sent again (link lost ×1)"): the updater puts it into the result's summary.
+    public var summary: String?
 
-    public init(after: After) { self.after = after }
+    public init(after: After, summary: String? = nil) {
+        self.after = after
+        self.summary = summary
+    }
 
-    public static func resets(_ location: DeviceLocation) -> PartOutcome { PartOutcome(after: .resets(location)) }
+    public static func resets(_ location: DeviceLocation, summary: String? = nil) -> PartOutcome {
+        PartOutcome(after: .resets(location), summary: summary)
+    }
     public static let staysConnected = PartOutcome(after: .staysConnected)
 }
 

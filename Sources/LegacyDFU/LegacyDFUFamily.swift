@@ -87,18 +87,29 @@ public struct LegacyDFUFamily: DFUFamily {
         -> Detection<Entry>?
     {
         guard let service = services.first(where: { $0.uuid == LegacyDFUUUID.service }) else { return nil }
-        let version: LegacyDFUVersion?
+        // A lost link or an ATT error while reading the DFU Version is that error, never "no DFU Version" (which
+        // would make an SDK 11 application look like an SDK <= 6 bootloader); a value that is not 2 bytes is a
+        // protocol violation, as GATTLegacyTransport.open says too.
+        var version: LegacyDFUVersion?
         let hasPacket: Bool
+        var bytes: [UInt8]?
         do {
             let characteristics = try await link.gatt.discoverCharacteristics(of: service)
             hasPacket = characteristics.contains { $0.uuid == LegacyDFUUUID.packet }
             if let characteristic = characteristics.first(where: { $0.uuid == LegacyDFUUUID.version }) {
-                version = try? LegacyDFUVersion(decoding: try await link.gatt.read(handle: characteristic.valueHandle))
-            } else {
-                version = nil
+                bytes = try await link.gatt.read(handle: characteristic.valueHandle)
             }
         } catch {
-            throw Self.map(error, doing: "discovering the Legacy DFU service")
+            throw Self.map(error, doing: "reading the Legacy DFU service and its DFU Version")
+        }
+        if let bytes {
+            do {
+                version = try LegacyDFUVersion(decoding: bytes)
+            } catch {
+                throw DFUError(
+                    .protocolViolation, "the DFU Version characteristic holds \(bytes.count) byte(s): \(error.reason)",
+                    cause: error, family: id)
+            }
         }
         guard let mode = LegacyDetection.mode(services: services.map(\.uuid), version: version, hasPacket: hasPacket) else {
             return nil

@@ -57,12 +57,19 @@ public struct LegacyJournal: Codable, Hashable, Sendable {
     public var openAttempt: Bool
     /// Bytes the open attempt had sent at its last checkpoint (what a killed run sent for nothing, at least).
     public var attemptBytes: Int
+    /// The address of the bootloader the host reset in the middle of an image (the last attempt ended in
+    /// `device-reset`), until the next attempt looks where the device came back: a bootloader at address + 1 (no
+    /// peer data) means the device booted no application after the reset (legacy-dfu.md §7.4, §7.5).
+    public var resetAt: String?
 
-    public init(partIndex: Int = 0, restarts: [Restart] = [], openAttempt: Bool = false, attemptBytes: Int = 0) {
+    public init(
+        partIndex: Int = 0, restarts: [Restart] = [], openAttempt: Bool = false, attemptBytes: Int = 0, resetAt: String? = nil
+    ) {
         self.partIndex = partIndex
         self.restarts = restarts
         self.openAttempt = openAttempt
         self.attemptBytes = attemptBytes
+        self.resetAt = resetAt
     }
 
     enum CodingKeys: String, CodingKey {
@@ -70,6 +77,7 @@ public struct LegacyJournal: Codable, Hashable, Sendable {
         case restarts
         case openAttempt = "open_attempt"
         case attemptBytes = "attempt_bytes"
+        case resetAt = "reset_at"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -78,6 +86,7 @@ public struct LegacyJournal: Codable, Hashable, Sendable {
         restarts = try container.decodeIfPresent([Restart].self, forKey: .restarts) ?? []
         openAttempt = try container.decodeIfPresent(Bool.self, forKey: .openAttempt) ?? false
         attemptBytes = try container.decodeIfPresent(Int.self, forKey: .attemptBytes) ?? 0
+        resetAt = try container.decodeIfPresent(String.self, forKey: .resetAt)
     }
 
     /// An attempt at `part` starts; one the previous run left open is recorded as a restart (the tool stopped).
@@ -122,6 +131,11 @@ public struct LegacyJournal: Codable, Hashable, Sendable {
         return (mine.count, mine.filter { $0.reason.hasPrefix("Validate") }.count)
     }
 
+    /// The summary of `part`'s restarts: "restarted once, 8192 bytes sent again (tool stopped ×1)", or nil.
+    public func summary(of part: Int) -> String? {
+        LegacyJournal(partIndex: partIndex, restarts: restarts.filter { $0.part == part }).summary
+    }
+
     /// For the summary: "restarted 2 times, 8200 bytes sent again (link lost ×1, packets lost ×1)", or nil.
     public var summary: String? {
         guard !restarts.isEmpty else { return nil }
@@ -141,6 +155,7 @@ public struct LegacyJournal: Codable, Hashable, Sendable {
         case LegacyDFUError.Code.bytesLost.rawValue: "packets lost"
         case LegacyDFUError.Code.deviceReset.rawValue where restart.reason.hasPrefix("Validate"): "validation failed"
         case LegacyDFUError.Code.deviceReset.rawValue: "device busy with an earlier transfer"
+        case LegacyDFUError.Code.timeout.rawValue: "device stopped answering"
         case "killed": "tool stopped"
         default: restart.code
         }

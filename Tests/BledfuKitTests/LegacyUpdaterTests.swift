@@ -3,6 +3,7 @@ import BledfuTestSupport
 import DFUCore
 import DFUPackage
 import DFUSimulator
+import Foundation
 import GATT
 import LegacyDFU
 import Testing
@@ -20,7 +21,9 @@ enum LegacyKitFixture {
         return profile
     }
 
-    static func package(deviceType: UInt16 = 0xFFFF, layout: LegacyInitPacket.Layout = .v05) throws -> PackageSource {
+    static func package(deviceType: UInt16 = 0xFFFF, layout: LegacyInitPacket.Layout = .v05, image: [UInt8] = image) throws
+        -> PackageSource
+    {
         var builder = PackageBuilder()
         builder.application = PackageBuilder.Image(stem: "app", bytes: image)
         builder.applicationVersion = 2
@@ -73,6 +76,79 @@ enum LegacyKitFixture {
         #expect(result.statistics.bytesResent >= 3000)
         #expect(warnings.contains { $0.contains("link lost") && $0.contains("will be sent again") })
         #expect(warnings.contains { $0.contains("busy with an earlier transfer") })
+        // Dual bank: the reset brought the old application back (the jump found the bootloader at its address).
+        #expect(!warnings.contains { $0.contains("lost its application") }, "\(warnings)")
+        // The result says why bytes were sent again.
+        let summary = try #require(result.summary)
+        #expect(summary.contains("link lost ×1") && summary.contains("device busy with an earlier transfer ×1"), "\(summary)")
+    }
+
+    /// Single bank (Adafruit): the same loss leaves the device without its application (Start erased bank 0); after
+    /// the reset it stays in its bootloader at address + 1, and the updater says so in a warning before it sends the
+    /// image again; the result's summary says why bytes were sent again.
+    @Test func singleBankLostApplicationIsReported() async throws {
+        let device = VirtualLegacyDevice(
+            profile: LegacyKitFixture.profile(LegacyDeviceProfile.adafruitNRF52832),
+            faults: try FaultPlan(parsing: "disconnect-after-bytes=3000"), clock: ContinuousClock())
+        let updater = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock())
+        // Adafruit bootloaders take device type 0x0052 only (legacy-dfu.md §5.4).
+        let run = updater.start(LegacyKitFixture.request(try LegacyKitFixture.package(deviceType: 0x0052)))
+        var warnings: [String] = []
+        for await event in run { if case .warning(let text) = event { warnings.append(text) } }
+        let result = try await run.result()
+        #expect(await device.state().installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(LegacyKitFixture.image))
+        let lost = warnings.filter { $0.contains("the device lost its application") }
+        #expect(lost.count == 1, "\(warnings)")
+        #expect(lost.first?.contains(LegacyKitFixture.address.nordicBootloaderAddress.description) == true, "\(lost)")
+        let summary = try #require(result.summary)
+        #expect(summary.hasPrefix("application: restarted 2 times"), "\(summary)")
+        #expect(summary.contains("link lost ×1") && summary.contains("device busy with an earlier transfer ×1"), "\(summary)")
+    }
+
+    /// A killed update (the run cancelled once the device confirmed 8 KiB, without the abort reset: the device
+    /// keeps the old attempt), then a new updater over the same journal directory (a new process): it reads the
+    /// killed run's own journal (an open attempt with the bytes it had sent), finds the bootloader busy, resets
+    /// it, sends the image from zero and ends with the image's hash on the device; the summary says why.
+    @Test func killThenRerun() async throws {
+        let image = (0..<120_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ ($0 >> 9)) }
+        var profile = LegacyKitFixture.profile(LegacyDeviceProfile.sdk11NRF52)
+        profile.speedup = 10  // the image takes seconds, so the kill lands inside it
+        profile.inactivityTimeoutSeconds = 36_000  // the bootloader still holds the old attempt when the rerun comes
+        let device = VirtualLegacyDevice(profile: profile, clock: ContinuousClock())
+        let adapter = VirtualDeviceAdapter(devices: [device])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bledfu-legacy-kill-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func store() -> JournalFileStore {
+            JournalFileStore(directory: directory, packagePath: "/nonexistent/app.zip", adapter: "virtual", addressType: "random")
+        }
+        let package = try LegacyKitFixture.package(image: image)
+        let first = Updater(adapter: adapter, clock: ContinuousClock(), journal: store()).start(LegacyKitFixture.request(package))
+        var killedAt: Int?
+        for await event in first {
+            if case .progress(let progress) = event, progress.bytes >= LegacyDFUFamily.attemptCheckpointBytes, killedAt == nil {
+                killedAt = progress.bytes
+                first.cancel()
+            }
+        }
+        await #expect(throws: DFUError.self) { try await first.result() }
+        let held = await device.state()
+        #expect(held.mode == .bootloader && held.transfer.bytesAccepted < UInt32(image.count), "\(held.transfer)")
+        // The killed run's own journal: an open attempt, with at least the 8 KiB checkpoint in it.
+        let saved = try #require(try await store().load(deviceAddress: LegacyKitFixture.address.description, packageSHA256: package.sha256))
+        let legacy = try #require(try saved.resume?.decode(LegacyJournal.self))
+        #expect(legacy.openAttempt && legacy.attemptBytes >= LegacyDFUFamily.attemptCheckpointBytes, "\(legacy)")
+
+        let rerun = Updater(adapter: adapter, clock: ContinuousClock(), journal: store()).start(LegacyKitFixture.request(package))
+        var warnings: [String] = []
+        for await event in rerun { if case .warning(let text) = event { warnings.append(text) } }
+        let result = try await rerun.result()
+        #expect(await device.state().installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(image))
+        #expect(warnings.contains { $0.contains("busy with an earlier transfer") }, "\(warnings)")
+        #expect(result.statistics.bytesResent >= legacy.attemptBytes)
+        let summary = try #require(result.summary)
+        #expect(summary.contains("tool stopped ×1") && summary.contains("device busy with an earlier transfer ×1"), "\(summary)")
+        // Done: the journal is gone.
+        #expect(try await store().load(deviceAddress: LegacyKitFixture.address.description, packageSHA256: package.sha256) == nil)
     }
 
     /// A Secure package on a Legacy device, and a Legacy package on a Secure device: one line each, nothing sent.
@@ -108,6 +184,63 @@ enum LegacyKitFixture {
             #expect(error.code == .incompatiblePackage, "\(error)")
             #expect(error.message.contains("is a Legacy DFU package"), "\(error.message)")
         }
+    }
+
+    /// The device refuses the package itself: an init packet for another device type (`10 02 06`, Adafruit takes
+    /// 0x0052 only) and an image larger than the bank (`10 01 04`): incompatible-package (exit 46), one line naming
+    /// the status, the old application kept, no restart.
+    @Test func deviceRefusesThePackage() async throws {
+        let adafruit = VirtualLegacyDevice(profile: LegacyKitFixture.profile(LegacyDeviceProfile.adafruitNRF52832), clock: ContinuousClock())
+        let otherType = try LegacyKitFixture.package(deviceType: 0xFFFF)
+        do {
+            _ = try await Updater(adapter: VirtualDeviceAdapter(devices: [adafruit]), clock: ContinuousClock())
+                .update(LegacyKitFixture.request(otherType))
+            Issue.record("an init packet for another device type was taken")
+        } catch {
+            #expect(error.code == .incompatiblePackage, "\(error)")
+            #expect(error.message.contains("Initialize DFU Parameters (0x02) refused: operation failed (0x06)"), "\(error.message)")
+            #expect(!error.message.contains("\n"))
+        }
+        #expect(await adafruit.state().transfer.bytesAccepted == 0)
+
+        // SDK 11 nRF51 dual bank: the application area 0x1B000-0x3C000 holds two banks of 0x10800 bytes at most.
+        let nrf51 = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())
+        let large = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let tooLarge = try LegacyKitFixture.package(image: large)
+        do {
+            _ = try await Updater(adapter: VirtualDeviceAdapter(devices: [nrf51]), clock: ContinuousClock())
+                .update(LegacyKitFixture.request(tooLarge))
+            Issue.record("an image larger than the bank was taken")
+        } catch {
+            #expect(error.code == .incompatiblePackage, "\(error)")
+            #expect(error.message.contains("Start DFU (0x01) refused: data size exceeds limit (0x04)"), "\(error.message)")
+        }
+        let old = await nrf51.state()
+        #expect(old.installed.application?.version == 1 && old.transfer.bytesAccepted == 0, "\(old.transfer)")
+    }
+
+    /// `--family` (the request's family) overrides detection: a Legacy package forced onto the Secure or the SMP
+    /// family is refused by that family's plan (one line, nothing sent), where auto-detection would have picked
+    /// Legacy; forced to Legacy, the same update goes through.
+    @Test func familyOverride() async throws {
+        let device = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())
+        let adapter = VirtualDeviceAdapter(devices: [device])
+        let package = try LegacyKitFixture.package()
+        // (The Secure and SMP plans call another family's package invalid-package, not incompatible-package as
+        // DFUFamily.plan's documentation says; their line names the package's family either way.)
+        for (forced, says) in [(DFUFamilyID.secure, "is a Legacy DFU package (dfu_version 0.5), not a Secure DFU package"), (.smp, "not an SMP package")] {
+            do {
+                _ = try await Updater(adapter: adapter, clock: ContinuousClock()).update(LegacyKitFixture.request(package, family: forced))
+                Issue.record("--family \(forced) sent a Legacy package")
+            } catch {
+                #expect([.incompatiblePackage, .invalidPackage].contains(error.code), "\(forced): \(error)")
+                #expect(error.message.contains(says) && !error.message.contains("\n"), "\(forced): \(error.message)")
+            }
+        }
+        #expect(await device.state().counters.packetsReceived == 0)
+        let result = try await Updater(adapter: adapter, clock: ContinuousClock()).update(LegacyKitFixture.request(package, family: .legacy))
+        #expect(result.family == .legacy)
+        #expect(await device.state().installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(LegacyKitFixture.image))
     }
 
     /// InfiniTime: no jump (the service is in the application), the image, the watch resets into it.

@@ -182,8 +182,9 @@ import Testing
     }
 
     /// The same check on every init packet layout: the SDK 11 template reads a CRC-16 from the first two bytes of the
-    /// extension, so 0.6 and 0.7 packets pass Initialize and fail Validate (legacy-dfu.md §5.4).
-    @Test(arguments: [LegacyInitPacket.Layout.v05, .v06, .v07])
+    /// extension, so 0.6, 0.7 and 0.8 (signed: id 2, length, SHA-256, 64-byte signature; 116 bytes, within the dual
+    /// bank's 128) packets pass Initialize and fail Validate (legacy-dfu.md §5.3-5.4).
+    @Test(arguments: [LegacyInitPacket.Layout.v05, .v06, .v07, .v08])
     func initLayouts(layout: LegacyInitPacket.Layout) {
         var c = LegacyConversation(Self.nrf51)
         let packet = LegacyInitPacket(
@@ -192,6 +193,24 @@ import Testing
         _ = c.cp([0x03])
         _ = c.send(Self.image)
         #expect(c.cp([0x04]) == [answer(0x04, layout == .v05 ? 0x01 : 0x05)])
+    }
+
+    /// A 0.8 init packet (116 bytes) on a single-bank device: more than its 64-byte init buffer, so Initialize DFU
+    /// Parameters is refused with NRF_ERROR_INVALID_LENGTH → `10 02 06` (legacy-dfu.md §5.3).
+    @Test func signedInitPacketOverflowsASingleBank() {
+        var profile = Self.nrf51
+        profile.dualBank = false
+        profile.initPacketCapacity = 64
+        var c = LegacyConversation(profile)
+        let packet = LegacyInitPacket(
+            layout: .v08, deviceType: 0xFFFF, deviceRevision: 0xFFFF, applicationVersion: 1, softdeviceReq: [0xFFFE], image: Self.image)
+        #expect(packet.encode().count == 116)
+        _ = c.cp([0x01, 0x04])
+        #expect(c.packet(LegacyStartSizes(application: UInt32(Self.image.count)).encoded) == [answer(0x01, 0x01)])
+        _ = c.cp([0x02, 0x00])
+        // 20-byte writes: the first three fit (60 bytes), the fourth would make 80: refused, and so is every later one.
+        #expect(c.send(Array(packet.encode().prefix(60))).isEmpty)
+        #expect(c.send(Array(packet.encode().dropFirst(60))) == [answer(0x02, 0x06), answer(0x02, 0x06), answer(0x02, 0x06)])
     }
 
     /// Reset: dual bank keeps the old application (it starts); single bank erased it at Start, so the device stays

@@ -67,6 +67,16 @@ import Testing
         #expect(try JSONDecoder().decode(LegacyJournal.self, from: data) == journal)
         #expect(journal.summary == "restarted 2 times, 5200 bytes sent again (link lost ×1, packets lost ×1)")
         #expect(LegacyJournal().summary == nil)
+        // Per part (the result's line for each part), and the reset address kept across runs.
+        var two = journal
+        two.recordRestart(part: 1, error: LegacyDFUError(.deviceReset, "Start DFU refused: invalid state"), bytesSent: 300)
+        two.resetAt = "D4:CA:6E:11:22:01"
+        #expect(two.summary(of: 1) == "restarted once, 300 bytes sent again (device busy with an earlier transfer ×1)")
+        #expect(two.summary(of: 0) == journal.summary)
+        #expect(two.summary(of: 2) == nil)
+        let stored = try JSONEncoder().encode(two)
+        #expect(String(decoding: stored, as: UTF8.self).contains("\"reset_at\":\"D4:CA:6E:11:22:01\""))
+        #expect(try JSONDecoder().decode(LegacyJournal.self, from: stored) == two)
     }
 
     /// The restart policy: five restarts of a part at most, two failed validations, no restart for a refusal.
@@ -85,46 +95,7 @@ import Testing
         let refused = LegacyDFUError(.remote, "Start DFU (0x01) refused: data size exceeds limit (0x04)")
         #expect(policy.verdict(LegacyJournal(), part: 0, after: refused) == refused)
     }
-
-    /// A killed tool: the host task is cancelled in the middle of the image; a new run (a new process: the journal
-    /// as JSON, a new connection) finds the device still busy, resets it, sends the image again from zero and
-    /// ends with the image checked on the device.
-    @Test func killThenRerun() async throws {
-        let image = LegacyFixture.firmware(40_000, seed: 5)
-        var profile = LegacyDeviceProfile.sdk11NRF52(address: LegacyFixture.address)
-        profile.speedup = 50  // the link takes time, so the kill lands inside the image
-        let device = VirtualLegacyDevice(profile: profile, clock: ContinuousClock())
-        let part = LegacyFixture.application(image)
-        let first = Task {
-            var harness = LegacyHarness(device: device)
-            try await harness.update([part])
-            return harness.journal
-        }
-        // Kill once the device has taken some data (a generous deadline, no fixed sleep).
-        let deadline = ContinuousClock.now + .seconds(60)
-        while await device.state().transfer.bytesAccepted < 2000, ContinuousClock.now < deadline {
-            await Task.yield()
-        }
-        first.cancel()
-        let killed = await first.result
-        guard case .failure(let error) = killed else {
-            Issue.record("the first run finished before the kill")
-            return
-        }
-        #expect((error as? LegacyDFUError)?.code == .cancelled)
-        let state = await device.state()
-        #expect(state.transfer.bytesAccepted >= 2000 && state.transfer.bytesAccepted < 40_000)
-        // The rerun: the journal of the killed run recorded nothing installed.
-        var journal = LegacyJournal()
-        journal.recordRestart(part: 0, error: LegacyDFUError(.init(rawValue: "killed"), "the tool was stopped"), bytesSent: Int(state.transfer.bytesAccepted))
-        let stored = try JSONEncoder().encode(journal)
-        var rerun = LegacyHarness(device: device)
-        rerun.journal = try JSONDecoder().decode(LegacyJournal.self, from: stored)
-        try await rerun.update([part])
-        #expect(LegacyEndToEnd.holds(await device.state(), part))
-        #expect(rerun.journal.summary?.contains("tool stopped ×1") == true)
-        #expect(rerun.journal.restarts.map(\.code).contains("device-reset"))
-    }
+    // A killed tool and its rerun: `LegacyUpdaterTests.killThenRerun` (the updater, its journal files).
 }
 
 /// Firmware/*.json with `"family": "legacy"` are the reference profiles, field for field.

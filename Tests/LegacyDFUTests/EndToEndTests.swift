@@ -61,6 +61,36 @@ import Testing
         #expect(plusOne.parsed.name == "AdaDFU")
     }
 
+    /// A bootloader-only and a SoftDevice-only part, each activated on its own (legacy-dfu.md §7.2): the new
+    /// bootloader keeps the application (the device starts it); the SoftDevice invalidates bank 0 at Start, so the
+    /// device stays in its bootloader without an application, to take one in a second session.
+    @Test func bootloaderOnlyThenSoftDeviceOnly() async throws {
+        func part(_ name: String, _ type: LegacyImageType, _ sizes: LegacyStartSizes, _ image: [UInt8]) -> LegacyPart {
+            let packet = LegacyInitPacket(
+                layout: .v05, deviceType: 0xFFFF, deviceRevision: 0xFFFF, applicationVersion: 0xFFFF_FFFF,
+                softdeviceReq: [0xFFFE], image: image)
+            return LegacyPart(name: name, imageType: type, sizes: sizes, initPacket: packet.encode(), image: image, initLayout: .v05)
+        }
+        let device = VirtualLegacyDevice(
+            profile: LegacyFixture.instant(.sdk11NRF51(address: LegacyFixture.address)), clock: ContinuousClock())
+        let bootloader = LegacyFixture.firmware(8192, seed: 21)
+        let blPart = part("bootloader", .bootloader, LegacyStartSizes(bootloader: 8192), bootloader)
+        var harness = LegacyHarness(device: device)
+        try await harness.update([blPart])
+        let afterBootloader = await device.state()
+        #expect(LegacyEndToEnd.holds(afterBootloader, blPart))
+        #expect(afterBootloader.mode == .application && afterBootloader.installed.application != nil)
+
+        let softdevice = LegacyFixture.firmware(24_576, seed: 22)
+        let sdPart = part("softdevice", .softdevice, LegacyStartSizes(softdevice: 24_576), softdevice)
+        var second = LegacyHarness(device: device)
+        try await second.update([sdPart])
+        let afterSoftDevice = await device.state()
+        #expect(afterSoftDevice.installed.softdevice?.sha256 == LegacyFixture.sha(softdevice))
+        #expect(afterSoftDevice.installed.bootloader.sha256 == LegacyFixture.sha(bootloader))
+        #expect(afterSoftDevice.mode == .bootloader && afterSoftDevice.installed.application == nil)
+    }
+
     /// InfiniTime: the DFU service is in the application, no jump; the image is installed after Activate.
     @Test func pineTime() async throws {
         let device = VirtualLegacyDevice(profile: LegacyFixture.instant(.pineTime(address: LegacyFixture.address)), clock: ContinuousClock())

@@ -123,7 +123,7 @@ import Testing
         return loop
     }
 
-    /// A device that reports 20 bytes more than it received in Report Received Image Size.
+    /// A device that reports 20 bytes fewer than it received in Report Received Image Size (`10 07 01 <u32>`).
     @Test func wrongReceivedSize() {
         let loop = Self.lyingRun { bytes in
             guard bytes.count == 7, bytes[0] == 0x10, bytes[1] == 0x07 else { return [bytes] }
@@ -131,6 +131,18 @@ import Testing
         }
         #expect(loop.failure?.code == .protocolViolation)
         #expect(loop.failure?.reason.contains("reports 11980 of 12000 bytes received") == true)
+        #expect(!loop.requests.contains(.validate))
+    }
+
+    /// A device that reports 20 bytes more than were sent in Report Received Image Size: a protocol violation,
+    /// never Validate.
+    @Test func receivedSizeBeyondWhatWasSent() {
+        let loop = Self.lyingRun { bytes in
+            guard bytes.count == 7, bytes[0] == 0x10, bytes[1] == 0x07 else { return [bytes] }
+            return [LegacyNotification.receivedImageSize(UInt32(Self.image.count + 20)).encoded]
+        }
+        #expect(loop.failure?.code == .protocolViolation)
+        #expect(loop.failure?.reason.contains("reports 12020 bytes received but only 12000 were sent") == true, "\(String(describing: loop.failure))")
         #expect(!loop.requests.contains(.validate))
     }
 
