@@ -53,19 +53,53 @@ var targets: [Target] = [
         exclude: ["Proto"],  // dfu-cc*.proto; tools/generate-protobuf writes Generated/*.pb.swift from them
         swiftSettings: swiftSettings
     ),
+    // Layer 5': the family seam (docs/architecture.md): the protocol every DFU family implements, its events,
+    // errors, journal and locations. Pure, protocol-neutral.
+    .target(name: "DFUCore", dependencies: ["BLECore", "GATT", log], swiftSettings: swiftSettings),
     // Layer 6: Secure DFU wire protocol (control point messages, result codes), pure.
     .target(name: "DFUProtocol", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 7: the Secure DFU engine (state machine, pacing, driver actor), pure.
     .target(
         name: "SecureDFU",
-        dependencies: ["BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", log],
+        dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUProtocol", "DFUPackage", log],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 7: the Legacy DFU family (nRF5 SDK <= 11, Adafruit, InfiniTime): wire codec, state machine, driver, pure.
+    .target(
+        name: "LegacyDFU",
+        dependencies: ["BLECore", "ATT", "GATT", "DFUCore", "DFUPackage", log],
         swiftSettings: swiftSettings
     ),
     // Layer 7': virtual devices (bootloader model, app mode, link timing model, faults), pure.
     .target(
         name: "DFUSimulator",
         dependencies: [
-            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", .product(name: "Crypto", package: "swift-crypto"), log,
+            "BLECore", "ATT", "GATT", "DFUProtocol", "DFUPackage", "LegacyDFU", "CBOR", "MCUmgr", "MCUbootImage",
+            .product(name: "Crypto", package: "swift-crypto"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 6': CBOR (RFC 8949), the body encoding of MCUmgr SMP messages, pure.
+    .target(name: "CBOR", swiftSettings: swiftSettings),
+    // Layer 6'': MCUboot images (header, TLVs, signatures) and the nRF Connect SDK dfu_application.zip, pure.
+    .target(
+        name: "MCUbootImage",
+        dependencies: [
+            "BLECore", "DFUPackage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 7'': MCUmgr SMP (framing, groups, the BLE transport, the upload engine and update flows), pure.
+    .target(
+        name: "MCUmgr",
+        dependencies: [
+            "BLECore", "ATT", "GATT", "CBOR", "DFUCore", "DFUPackage", "MCUbootImage",
+            .product(name: "Crypto", package: "swift-crypto"),
+            log,
         ],
         swiftSettings: swiftSettings
     ),
@@ -76,8 +110,43 @@ var targets: [Target] = [
             "BLECore", "DFUProtocol", "DFUPackage", "SecureDFU",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Yams", package: "Yams"),
+            .product(name: "Crypto", package: "swift-crypto"),
             log,
         ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 8': the line's shared store on PostgreSQL (PostgresNIO): the batch log's second dialect.
+    .target(
+        name: "LineStore",
+        dependencies: [
+            "Fleet", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 8'': the read-only line dashboard (Hummingbird), kept apart so the server stack builds only here.
+    .target(
+        name: "LineDashboard",
+        dependencies: [
+            "Fleet", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Layer 8': the updater, as a library: one update of one device, any family (docs/library.md).
+    .target(
+        name: "BledfuKit",
+        dependencies: [
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "LegacyDFU", "MCUmgr", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SystemPackage", package: "swift-system"), log,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
+    // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
+    .target(
+        name: "BledfuTestSupport",
+        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio", "PlatformIO"],
         swiftSettings: swiftSettings
     ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
@@ -85,7 +154,8 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "SecureDFU", "DFUSimulator", "Fleet",
+            "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage", "LineStore",
+            "LineDashboard",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Yams", package: "Yams"),
@@ -94,6 +164,10 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
+    // docs/library.md's example: a Swift program that flashes a virtual device with the public API only.
+    .executableTarget(
+        name: "FlashVirtualDevice", dependencies: ["BledfuKit", "VirtualRadio"], path: "Examples/FlashVirtualDevice",
+        swiftSettings: swiftSettings),
     // The libFuzzer entry point the fuzz targets share (libFuzzer's driver, or a crash-file replayer).
     .target(name: "FuzzSupport", swiftSettings: swiftSettings),
     // libFuzzer target for DFUPackage (tools/fuzz-package builds it with -sanitize=fuzzer -DFUZZING).
@@ -107,11 +181,20 @@ var targets: [Target] = [
         dependencies: ["SecureDFU", "DFUSimulator", "DFUProtocol", "DFUPackage", "BLECore", "FuzzSupport"],
         swiftSettings: swiftSettings
     ),
+    .executableTarget(name: "FuzzCBOR", dependencies: ["CBOR", "MCUmgr", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(name: "FuzzPlan", dependencies: ["Fleet", "FuzzSupport"], swiftSettings: swiftSettings),
+    .executableTarget(
+        name: "FuzzLegacyDFU",
+        dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "BLECore", "FuzzSupport"],
+        swiftSettings: swiftSettings
+    ),
     // The fault campaign (tools/fault-campaign): seeded random faults on virtual devices, an ordinary executable.
     .executableTarget(
         name: "FuzzFaultCampaign",
-        dependencies: ["SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore"],
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore",
+            "PlatformIO",
+        ],
         swiftSettings: swiftSettings
     ),
 
@@ -128,6 +211,15 @@ var targets: [Target] = [
         dependencies: ["PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "BLECore", "ATT", "GATT"],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
+    .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "GATT", "BLECore"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "BledfuKitTests",
+        dependencies: [
+            "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "LegacyDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
+            "MCUmgr", "MCUbootImage",
+        ],
+        swiftSettings: swiftSettings
+    ),
     .testTarget(name: "DFUProtocolTests", dependencies: ["DFUProtocol", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "DFUPackageTests",
@@ -136,7 +228,12 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "SecureDFUTests",
-        dependencies: ["SecureDFU", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
+        dependencies: ["SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "LegacyDFUTests",
+        dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -144,16 +241,42 @@ var targets: [Target] = [
         dependencies: ["DFUSimulator", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore"],
         swiftSettings: swiftSettings
     ),
+    .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "MCUbootImageTests",
+        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", "PlatformIO", .product(name: "Crypto", package: "swift-crypto")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "MCUmgrTests",
+        dependencies: [
+            "MCUmgr", "CBOR", "MCUbootImage", "DFUSimulator", "GATT", "ATT", "BLECore", "VirtualRadio",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ],
+        swiftSettings: swiftSettings
+    ),
     .testTarget(
         name: "FleetTests",
-        dependencies: ["Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore"],
+        dependencies: [
+            "Fleet", "SecureDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "LineStoreTests",
+        dependencies: ["LineStore", "Fleet", "BLECore"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "LineDashboardTests",
+        dependencies: ["LineDashboard", "Fleet"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Fleet",
+            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "PlatformIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "VirtualRadio", "Fleet", "LineStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings
@@ -179,10 +302,19 @@ if let only = Context.environment["BLEDFU_TARGETS"], !only.isEmpty {
     targets = targets.filter { keep.contains($0.name) }
 }
 
+// The executable, and the libraries a Swift program uses (docs/library.md): the updater, the package reader, the
+// transports (BlueZ, the virtual radio).
+var products: [Product] = []
+if targets.contains(where: { $0.name == "bledfu" }) { products.append(.executable(name: "bledfu", targets: ["bledfu"])) }
+for library in ["BledfuKit", "DFUCore", "DFUPackage", "BlueZTransport", "VirtualRadio"]
+where targets.contains(where: { $0.name == library }) {
+    products.append(.library(name: library, targets: [library]))
+}
+
 let package = Package(
     name: "bledfu",
     platforms: [.macOS(.v15)],
-    products: targets.contains { $0.name == "bledfu" } ? [.executable(name: "bledfu", targets: ["bledfu"])] : [],
+    products: products,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -192,6 +324,10 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: targets
 )

@@ -12,6 +12,8 @@ public struct BearerError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let system = Code(name: "system")
         /// An operation did not finish in time.
         public static let timeout = Code(name: "timeout")
+        /// The link cannot do what was asked (a link without security levels asked to raise them).
+        public static let unsupported = Code(name: "unsupported")
         public var description: String { name }
     }
 
@@ -65,6 +67,12 @@ public protocol ATTBearer: AnyObject, Sendable {
     /// The next PDUs from the peer, in order: at least one (suspending like `receive()`), at most `maximumCount`,
     /// never more than have already arrived. Ends like `receive()`.
     func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]]
+    /// The link's security now.
+    func securityLevel() async -> LinkSecurityLevel
+    /// Asks for at least `level` (encryption with a stored bond or pairing, as the platform does it) and returns the
+    /// level in force afterwards, which is lower when the peer or the platform refused. Throws `.unsupported` on a
+    /// link that has no security levels, or why the attempt failed.
+    func raiseSecurity(to level: LinkSecurityLevel) async throws(BearerError) -> LinkSecurityLevel
 }
 
 extension ATTBearer {
@@ -76,6 +84,14 @@ extension ATTBearer {
     /// One `receive()`.
     public func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]] {
         [try await receive()]
+    }
+
+    /// A link that knows no security levels is unencrypted.
+    public func securityLevel() async -> LinkSecurityLevel { .low }
+
+    /// A link that knows no security levels cannot raise them.
+    public func raiseSecurity(to level: LinkSecurityLevel) async throws(BearerError) -> LinkSecurityLevel {
+        throw BearerError(.unsupported, "this link has no security levels")
     }
 }
 

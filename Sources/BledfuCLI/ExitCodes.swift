@@ -1,5 +1,8 @@
 import ArgumentParser
 import BLECore
+import DFUCore
+import DFUPackage
+import GATT
 
 /// bledfu's exit codes. Documented in README.md ("Exit codes") and `bledfu --help`; scripts may rely on them.
 public enum BledfuExit {
@@ -107,3 +110,59 @@ public struct CLIError: Error, CustomStringConvertible, Sendable {
 
     public var description: String { message }
 }
+
+/// `bledfu flash` exit codes in the DFU range (40-49).
+enum FlashExit {
+    /// The device refused a request (remote error); see the message for the result/extended code.
+    static let remoteError: Int32 = 40
+    /// Checksums kept failing (CRC mismatch or lost bytes) and the engine gave up.
+    static let verificationFailed: Int32 = 41
+    /// The device stopped answering (checkpoint timeout), also after reconnecting.
+    static let timeout: Int32 = 42
+    /// The link was lost and reconnecting failed; the journal is kept, run `bledfu resume`.
+    static let linkLost: Int32 = 43
+    /// No bootloader advertised after the buttonless jump (or after a part reset the device).
+    static let bootloaderNotFound: Int32 = 44
+    /// The device has no Secure DFU service (FE59) or no usable DFU characteristic.
+    static let noDFUService: Int32 = 45
+    /// The device broke the DFU protocol, or package and device cannot work together.
+    static let protocolError: Int32 = 46
+
+    static let table: [(Int32, String)] = [
+        (remoteError, "the device rejected a request (remote error)"),
+        (verificationFailed, "CRC/verification kept failing; gave up"),
+        (timeout, "the device stopped answering (timeout)"),
+        (linkLost, "link lost and reconnects exhausted (resumable: bledfu resume)"),
+        (bootloaderNotFound, "bootloader not found after the buttonless jump"),
+        (noDFUService, "the device has no Secure DFU service"),
+        (protocolError, "protocol violation, or package and device incompatible"),
+        (BledfuExit.interrupted, "stopped by Ctrl-C at a safe point (resumable)"),
+    ]
+
+    static var helpText: String {
+        "Exit codes: 0 success; 30-39 package invalid (see bledfu package verify); 10-20 link errors (bledfu --help);\n"
+            + table.map { "  \($0.0)\t\($0.1)" }.joined(separator: "\n")
+    }
+
+    /// The exit code of an update's error.
+    static func code(for error: DFUError) -> Int32 {
+        switch error.code {
+        case .remoteRefusal, .alreadyPresent: remoteError
+        case .verificationFailed: verificationFailed
+        case .timeout: timeout
+        case .linkLost, .transport, .unconfirmed: linkLost
+        case .notFound: bootloaderNotFound
+        case .noUpdateService: noDFUService
+        case .protocolViolation, .incompatiblePackage: protocolError
+        case .cancelled, .stopped: BledfuExit.interrupted
+        case .unknownFamily: BledfuExit.usage
+        case .invalidPackage: (error.cause as? PackageError)?.code.exitCode ?? BledfuExit.packageInvalid
+        case .connection:
+            if let adapter = error.cause as? AdapterError { BledfuExit.code(for: adapter) }
+            else if let att = error.cause as? ATTClientError { CLIError(att).exitCode }
+            else { BledfuExit.failure }
+        default: BledfuExit.failure
+        }
+    }
+}
+

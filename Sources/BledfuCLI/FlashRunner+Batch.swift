@@ -1,10 +1,12 @@
 import BLECore
+import DFUCore
 import DFUPackage
 import DFUProtocol
 import Fleet
 import Foundation
 import GATT
 import PlatformIO
+import LegacyDFU
 import Synchronization
 
 /// The line's per-device flash (issue #6): each device runs the whole `bledfu flash` (buttonless jump, multi-part,
@@ -14,7 +16,7 @@ import Synchronization
 /// flash's console output (written for one device) stays out of the live view. When the batch process dies (kill
 /// -9), each child dies at its next event (EPIPE on its standard output); its journal lets the next run resume.
 /// A child that prints nothing for the plan's `flash.stall_timeout` (a hung child, a stopped one, a device that holds
-/// it in a call the flash does not bound) is killed (SIGKILL) and the attempt fails with exit code 56; the journal
+/// it in a call the flash does not bound) is killed (SIGKILL) and the attempt fails with exit code 59; the journal
 /// again lets a retry resume.
 struct ProcessFlasher: DeviceFlasher {
     /// The `bledfu` executable the children run.
@@ -64,6 +66,18 @@ struct ProcessFlasher: DeviceFlasher {
             if let dfu = services.first(where: { $0.uuid == SecureDFUUUID.service }) {
                 let uuids = Set(try await gatt.discoverCharacteristics(of: dfu).map(\.uuid))
                 if uuids.contains(SecureDFUUUID.controlPoint) { return DeviceProbe(mode: .bootloader) }
+            }
+            if let legacy = services.first(where: { $0.uuid == LegacyDFUUUID.service }) {
+                // A Legacy DFU bootloader: the DFU Version and the bootloader's services alone (legacy-dfu.md §8.4).
+                let characteristics = try await gatt.discoverCharacteristics(of: legacy)
+                var version: LegacyDFUVersion?
+                if let characteristic = characteristics.first(where: { $0.uuid == LegacyDFUUUID.version }) {
+                    version = try? LegacyDFUVersion(decoding: try await gatt.read(handle: characteristic.valueHandle))
+                }
+                let hasPacket = characteristics.contains { $0.uuid == LegacyDFUUUID.packet }
+                if case .bootloader? = LegacyDetection.mode(services: services.map(\.uuid), version: version, hasPacket: hasPacket) {
+                    return DeviceProbe(mode: .bootloader)
+                }
             }
             var version: UInt32?
             if let information = services.first(where: { $0.uuid == BluetoothUUID(0x180A) }),
@@ -137,10 +151,11 @@ struct ProcessFlasher: DeviceFlasher {
             // Blocking reads on a thread of its own: a child that stops writing never holds up the others.
             var buffer = Data()
             while true {
-                let chunk = reader.availableData
+                // A read error other than EINTR ends the stream like end of file; the exit status still decides.
+                let chunk = (try? BlockingRead.chunk(fd: reader.fileDescriptor)) ?? []
                 if chunk.isEmpty { break }
                 watchdog.touch()
-                buffer.append(chunk)
+                buffer.append(contentsOf: chunk)
                 while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                     parser.consume(buffer[buffer.startIndex..<newline])
                     buffer.removeSubrange(buffer.startIndex...newline)
@@ -179,7 +194,7 @@ final class FlashEventParser: Sendable {
         var part = 1
         var parts = 1
         /// The `result` event: success, exit code, bytes sent and resent, message.
-        var result: FlashResultEvent?
+        var result: UpdateSummary?
         var lastError: String?
     }
 
@@ -197,36 +212,34 @@ final class FlashEventParser: Sendable {
     }
 
     func consume(_ line: Data) {
-        guard let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any], let event = object["event"] as? String else {
+        guard let decoded = try? JSONDecoder().decode(UpdateEventRecord.self, from: line) else {
             record(line)
             return
         }
-        if event != "progress" { record(line) }
+        let event = decoded.event
+        if case .progress = event {} else { record(line) }
         let update: DeviceProgress? = state.withLock { box in
             switch event {
-            case "state":
-                guard let name = object["state"] as? String else { return nil }
-                box.stage = name
-                if let part = object["part"] as? Int { box.part = part }
-                if let parts = object["parts"] as? Int { box.parts = parts }
-                return DeviceProgress(stage: name, total: total, part: box.part, parts: box.parts)
-            case "progress":
+            case .progress(let p):
                 box.stage = "uploading"
-                box.part = object["part"] as? Int ?? box.part
-                box.parts = object["parts"] as? Int ?? box.parts
-                return DeviceProgress(
-                    stage: "uploading", bytes: object["bytes"] as? Int ?? 0, total: object["total"] as? Int ?? total,
-                    part: box.part, parts: box.parts)
-            case "warning":
-                box.lastError = object["message"] as? String
+                box.part = p.part
+                box.parts = p.parts
+                return DeviceProgress(stage: "uploading", bytes: p.bytes, total: p.total, part: p.part, parts: p.parts)
+            case .warning(let message):
+                box.lastError = message
                 return nil
-            case "result":
-                box.result = FlashResultEvent(
-                    success: object["success"] as? Bool, exitCode: object["exitCode"] as? Int, bytesSent: object["bytesSent"] as? Int ?? 0,
-                    bytesResent: object["bytesResent"] as? Int ?? 0, message: object["message"] as? String)
+            case .result(let summary):
+                box.result = summary
                 return nil
+            case .uploading(let part, let parts, _, _):
+                box.part = part
+                box.parts = parts
+                box.stage = "uploading"
+                return DeviceProgress(stage: "uploading", total: total, part: part, parts: parts)
             default:
-                return nil
+                guard let name = event.stateName else { return nil }
+                box.stage = name
+                return DeviceProgress(stage: name, total: total, part: box.part, parts: box.parts)
             }
         }
         if let update { progress(update) }
@@ -252,11 +265,8 @@ final class FlashEventParser: Sendable {
     }
 }
 
-/// The fields of `bledfu flash --json`'s `result` event the line keeps.
-struct FlashResultEvent: Sendable {
-    var success: Bool?
-    var exitCode: Int?
-    var bytesSent: Int
-    var bytesResent: Int
-    var message: String?
+/// Waits `seconds` on the wall clock (the line's pause between probes of a device that is resetting).
+func pause(seconds: Double) async {
+    guard seconds > 0 else { return }
+    try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
 }

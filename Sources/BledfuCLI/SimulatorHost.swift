@@ -14,7 +14,7 @@ import Synchronization
 /// removing its `.sock` and `.adv` files) and every open connection, which ends the device loops.
 final class SimulatorHost: Sendable {
     struct Running: Sendable {
-        var device: VirtualDevice
+        var device: any HostedDevice
         var spec: SimulatedDeviceSpec
         var reporter: StatusReporter
         var endpoint: any SimulatorEndpoint
@@ -56,16 +56,7 @@ final class SimulatorHost: Sendable {
             for spec in specs {
                 let reporter = StatusReporter(
                     spec: spec, statusDirectory: statusDirectory, stateDirectory: stateDirectory, events: events)
-                let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(spec.identity, from: $0) }
-                let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
-                    stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
-                let device = VirtualDevice(
-                    profile: spec.profile, faults: spec.faults, clock: ContinuousClock(),
-                    statusSink: { state in reporter.publish(state) }, restoring: restoring,
-                    persistentSink: persistentSink,
-                    logger: Logger(label: "bledfu.simulator.\(spec.profile.name)"))
-                if stateDirectory != nil { reporter.persist(await device.persistentState()) }
-                reporter.publish(await device.state())
+                let device = await makeDevice(spec, reporter: reporter, stateDirectory: stateDirectory)
                 let endpoint = try register(try makeEndpoint(), identity: spec.identity)
                 let advertisement = await device.currentAdvertisement
                 try await endpoint.advertise(advertisement)
@@ -78,6 +69,37 @@ final class SimulatorHost: Sendable {
             throw error
         }
         return running
+    }
+
+    /// The device of `spec` (Secure or Legacy DFU), restored from the state directory, with its first status written.
+    private func makeDevice(_ spec: SimulatedDeviceSpec, reporter: StatusReporter, stateDirectory: String?) async
+        -> any HostedDevice
+    {
+        let logger = Logger(label: "bledfu.simulator.\(spec.name)")
+        switch spec.device {
+        case .secure(let profile):
+            let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(spec.identity, from: $0) }
+            let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
+                stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
+            let device = VirtualDevice(
+                profile: profile, faults: spec.faults, clock: ContinuousClock(),
+                statusSink: { state in reporter.publish(state) }, restoring: restoring, persistentSink: persistentSink,
+                logger: logger)
+            if stateDirectory != nil { reporter.persist(await device.persistentState()) }
+            reporter.publish(await device.state())
+            return device
+        case .legacy(let profile):
+            let restoring = stateDirectory.flatMap { SimulatorFiles.loadLegacyPersistentState(spec.identity, from: $0) }
+            let persistentSink: (@Sendable (LegacyPersistentState) async -> Void)? =
+                stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
+            let device = VirtualLegacyDevice(
+                profile: profile, faults: spec.faults, clock: ContinuousClock(),
+                statusSink: { state in reporter.publish(state) }, restoring: restoring, persistentSink: persistentSink,
+                logger: logger)
+            if stateDirectory != nil { reporter.persist(await device.persistentState()) }
+            reporter.publish(await device.state())
+            return device
+        }
     }
 
     /// Serves every device until ``stop()``; returns the first error that ended a device (nil on a clean stop).
@@ -147,7 +169,7 @@ final class SimulatorHost: Sendable {
                 bearer = try await endpoint.accept()
             } catch {
                 if isStopping || error.code == .closed { return nil }
-                return CLIError("\(running.spec.profile.name): accept failed: \(error)", exitCode: BledfuExit.failure)
+                return CLIError("\(running.spec.name): accept failed: \(error)", exitCode: BledfuExit.failure)
             }
             let identity = running.spec.identity
             let admitted = shared.withLock { state -> Bool in
@@ -159,11 +181,15 @@ final class SimulatorHost: Sendable {
                 bearer.closeNow()
                 return nil
             }
-            events.emit("connected", device: running.spec, address: advertisement.peer.address)
-            await device.serve(bearer)
+            // Which process connected (SO_PEERCRED) and its parent: the line's tests prove from these lines that no
+            // two stations updated one device at once.
+            let peer = PeerProcess(bearer)
+            await endpoint.connected()
+            events.emit("connected", device: running.spec, address: advertisement.peer.address, peer: peer)
+            await device.serve(endpoint.link(bearer))
             await endpoint.linkEnded(bearer)
             _ = shared.withLock { $0.connections.removeValue(forKey: identity) }
-            events.emit("disconnected", device: running.spec, address: advertisement.peer.address)
+            events.emit("disconnected", device: running.spec, address: advertisement.peer.address, peer: peer)
         }
         return nil
     }
@@ -202,24 +228,32 @@ final class SimulatorHost: Sendable {
 struct SimulatorEvents: Sendable {
     var json: Bool
 
-    func emit(_ event: String, device: SimulatedDeviceSpec?, address: BluetoothAddress, name: String? = nil) {
-        let label = name ?? device?.profile.name ?? ""
+    func emit(_ event: String, device: SimulatedDeviceSpec?, address: BluetoothAddress, name: String? = nil, peer: PeerProcess? = nil) {
+        let label = name ?? device?.name ?? ""
         if json {
-            Console.json(["event": event, "address": address.description, "name": label])
+            var object: [String: any Sendable] = ["event": event, "address": address.description, "name": label]
+            if let device { object["identity"] = device.identity.description }
+            if let peer {
+                object["pid"] = Int(peer.pid)
+                if let parent = peer.parent { object["parent_pid"] = Int(parent) }
+                object["at_us"] = Int(system_realtimeMicroseconds())
+            }
+            Console.json(object)
         } else {
-            Console.errorRaw("bledfu simulate: \(label) \(address) \(event)")
+            let who = peer.map { " (pid \($0.pid)\($0.parent.map { ", parent \($0)" } ?? ""))" } ?? ""
+            Console.errorRaw("bledfu simulate: \(label) \(address) \(event)\(who)")
         }
     }
 
     func fault(_ record: FaultRecord, device: SimulatedDeviceSpec, address: String) {
         if json {
             Console.json([
-                "event": "fault", "name": device.profile.name, "address": address, "kind": record.kind,
+                "event": "fault", "name": device.name, "address": address, "kind": record.kind,
                 "trigger": record.trigger, "bytes_received": Int(clamping: record.bytesReceived),
                 "at_ms": record.atMilliseconds,
             ])
         } else {
-            Console.errorRaw("bledfu simulate: \(device.profile.name) \(address) fault \(record)")
+            Console.errorRaw("bledfu simulate: \(device.name) \(address) fault \(record)")
         }
     }
 
@@ -247,7 +281,7 @@ final class StatusReporter: Sendable {
     }
 
     /// Writes the device's flash and settings snapshot to its state file, atomically.
-    func persist(_ state: DevicePersistentState) {
+    func persist(_ state: some Encodable) {
         guard let persistentPath else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
@@ -255,13 +289,18 @@ final class StatusReporter: Sendable {
         write(data, to: persistentPath)
     }
 
-    func publish(_ state: DeviceState) {
+    func publish(_ state: DeviceState) { publish(state, faults: state.faults, address: state.address) }
+
+    func publish(_ state: LegacyDeviceState) { publish(state, faults: state.faults, address: state.address) }
+
+    /// Logs the faults that fired since the last snapshot and writes the status files.
+    func publish(_ state: some Encodable, faults: [FaultRecord], address: String) {
         let newFaults = reported.withLock { reported -> ArraySlice<FaultRecord> in
-            let fresh = state.faults.dropFirst(min(reported.faults, state.faults.count))
-            reported.faults = state.faults.count
+            let fresh = faults.dropFirst(min(reported.faults, faults.count))
+            reported.faults = faults.count
             return fresh
         }
-        for record in newFaults { events.fault(record, device: spec, address: state.address) }
+        for record in newFaults { events.fault(record, device: spec, address: address) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(state) else { return }
@@ -282,5 +321,21 @@ final class StatusReporter: Sendable {
             }
             if !repeated { events.failure(message) }
         }
+    }
+}
+
+/// The process at the other end of a virtual link (SO_PEERCRED) and its parent (from /proc/PID/stat, read while the
+/// connecting process runs).
+struct PeerProcess: Sendable {
+    var pid: Int32
+    var parent: Int32?
+
+    init?(_ bearer: SocketBearer) {
+        guard let pid = try? bearer.socket?.peerProcessID(), pid > 0 else { return nil }
+        self.pid = pid
+        // Field 4 of /proc/PID/stat, after the command name in parentheses (which may hold spaces).
+        let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+        parent = fields.count > 1 ? Int32(fields[1]) : nil
     }
 }

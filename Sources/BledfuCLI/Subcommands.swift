@@ -10,6 +10,7 @@ extension BledfuCommand {
         FlashCommand.self,
         ResumeCommand.self,
         BatchCommand.self,
+        LineCommand.self,
         BenchCommand.self,
     ]
 }

@@ -53,7 +53,9 @@ public struct BlueZAdapter: BLEAdapter {
             report.shouldWarn = !report.privileged && LinkTuningWarnings.process.claim()
             linkReport?(report)
         }
-        return SocketBearer(descriptor: connection.socket, linkInfo: connection.linkInfo, logger: logger)
+        // Its security can be raised after the connect (BT_SECURITY), where a device refuses a write for it.
+        return BlueZSecureLink(
+            SocketBearer(descriptor: connection.socket, linkInfo: connection.linkInfo, logger: logger))
     }
 
     public func scan(filter: ScanFilter, duration: Duration) -> AsyncThrowingStream<Advertisement, any Error> {

@@ -73,6 +73,14 @@ extension FirmwarePackage {
     public func verify(keys: [P256.Signing.PublicKey] = []) -> VerificationReport {
         VerificationReport(parts: parts.map { PackageVerifier.verify($0, keys: keys) })
     }
+
+    /// ``verify(keys:)`` with the keys as PEM texts (public keys, or private keys whose public half is used); a key
+    /// that does not parse throws ``PackageError/Code/invalidKey``.
+    public func verify(pemKeys: [String]) throws(PackageError) -> VerificationReport {
+        var keys: [P256.Signing.PublicKey] = []
+        for (index, pem) in pemKeys.enumerated() { keys.append(try PackageKeys.publicKey(pem: pem, name: "key \(index + 1)")) }
+        return verify(keys: keys)
+    }
 }
 
 /// The checks behind ``FirmwarePackage/verify(keys:)``.

@@ -42,7 +42,12 @@ extension BootloaderStateMachine {
             settings.firmwareOffset = settings.offsetLast
             prnCountdown = prnTarget
             let pages = Int((size + page - 1) / page)
-            let op = flash.erase(offset: Int(settings.offsetLast), pages: pages, now: now)
+            // nrf_dfu_flash_erase fails when the fstorage queue is full (the writes of the last object are still
+            // queued): Invalid Object, with the object's settings already set above, as in the SDK.
+            guard let op = flash.erase(offset: Int(settings.offsetLast), pages: pages, now: now) else {
+                counters.createsRefused += 1
+                return actions.append(.notify(response(.create, .failure(.invalidObject))))
+            }
             actions.append(.flash(op))
             actions.append(.notify(response(.create, .success)))
         default:
@@ -80,9 +85,12 @@ extension BootloaderStateMachine {
     }
 
     mutating func executeData(now: Duration, into actions: inout [BootloaderAction]) {
-        // on_data_obj_execute_request: the written size must equal the created size (also fails on a repeat).
+        // on_data_obj_execute_request (identical in SDK 15.0-17.1): the bytes written since the last executed object
+        // must equal the size of the last Create. An object created and not (fully) written → 0x08. An object already
+        // executed passes (data_object_size was zeroed and nothing was written since: 0 == 0) and answers success
+        // again, in every version.
         guard initValid, let firmwareSize = announcedFirmwareSize(settings),
-            settings.firmwareOffset &- settings.offsetLast == settings.dataObjectSize, settings.dataObjectSize != 0
+            settings.firmwareOffset &- settings.offsetLast == settings.dataObjectSize
         else {
             return actions.append(.notify(response(.execute, .failure(.operationNotPermitted))))
         }
@@ -96,23 +104,41 @@ extension BootloaderStateMachine {
             if profile.saveProgress { persist() }
             return actions.append(.notify(response(.execute, .success)))
         }
-        // The last object: post-validate what the flash holds.
+        // The last object: post-validate what the flash holds (nrf_dfu_validation_activation_prepare → postvalidate).
+        // Either way the progress is reset, the response goes out, the settings are written (15.3+: with their
+        // backup) and on_dfu_complete resets the device: into the new image, or after a failure into the old
+        // application, which the dual bank left intact (bank 1 invalidated).
         flash.drain()
         let image = flash.contents(count: Int(firmwareSize))
-        let status = postValidate(image)
-        guard status == .success, let command = decodedInit(settings) else {
-            settings = BootloaderSettings()
-            initValid = false
-            persist()
-            return actions.append(.notify(response(.execute, status)))
+        var status = postValidate(image)
+        var softDeviceActivated = false
+        if status == .success, let command = decodedInit(settings) {
+            install(image: image, command: command)
+            counters.updatesCompleted += 1
+            softDeviceActivated = [.softdevice, .softdeviceBootloader].contains(command.type ?? .application)
+        } else if status == .success {
+            status = .failure(.invalidObject)
         }
-        install(image: image, command: command)
-        counters.updatesCompleted += 1
         settings = BootloaderSettings()
         initValid = false
         persist()
-        actions.append(.notify(response(.execute, .success)))
-        actions.append(.reboot(into: .application))
+        resetPending = true
+        actions.append(.notify(response(.execute, status)))
+        // nrf_bootloader_fw_activation.c: a SoftDevice just activated with a valid application →
+        // ACTIVATION_SUCCESS_EXPECT_ADDITIONAL_UPDATE, the bootloader stays in DFU mode for the application.
+        let mode: DeviceMode = softDeviceActivated && installed.application != nil ? .bootloader : bootMode
+        actions.append(.resetAfterFlash(settingsWriteTime, into: mode))
+    }
+
+    /// `sizeof(nrf_dfu_settings_t)`, SDK 15.3-17.1: about 0.9 KiB, 512 bytes of it the init command buffer.
+    static let settingsPageBytes = 912
+
+    /// The settings write after the last Execute: erase the settings page and store the settings; from SDK 15.3 the
+    /// same again for the backup page (`nrf_dfu_settings_write_and_backup`; 15.0 has no backup page).
+    var settingsWriteTime: Duration {
+        let words = Double((Self.settingsPageBytes + 3) / 4)
+        let one = profile.flash.pageEraseMicros + words * profile.flash.wordWriteMicros
+        return flash.duration(micros: one * Double(profile.sdk.hasSettingsBackup ? 2 : 1))
     }
 
     mutating func install(image: [UInt8], command: InitCommand) {

@@ -27,6 +27,10 @@ public struct BootloaderStateMachine: Sendable {
     public internal(set) var currentType: DFUObjectType?
     /// The device stopped answering (stall fault) until the link drops.
     public internal(set) var stalled = false
+    /// The last Execute was answered and the device resets once its settings are written: requests go unanswered.
+    public internal(set) var resetPending = false
+    /// A `before-` fault that fired while the write was authorized, for the scheduler to carry out.
+    var beforeTrigger: FaultTrigger?
     var faults: FaultInjector
 
     public init(profile: DeviceProfile, faults: FaultPlan = .none) {
@@ -51,16 +55,8 @@ public struct BootloaderStateMachine: Sendable {
         flash.retire(now: now)
         switch event {
         case .controlPointWrite(let bytes, let cccdEnabled):
-            // nrf_dfu_ble.c on_rw_authorize_req: no notifications enabled → CCCD improperly configured.
-            guard cccdEnabled else { return [.attError(.cccdImproperlyConfigured)] }
-            counters.controlPointWrites += 1
-            if stalled { return [] }
-            var actions: [BootloaderAction] = []
-            if faults.shouldDisconnect() {
-                return fire(.disconnect, "disconnect-rate", now: now)
-            }
-            controlPoint(bytes, now: now, into: &actions)
-            return actions
+            if let refused = authorizeControlPoint(bytes, cccdEnabled: cccdEnabled, at: now) { return refused }
+            return handleControlPoint(bytes, at: now)
         case .packetWrite(let bytes, let withResponse):
             // dfu_pkt_char_add: write without response only.
             if withResponse { return [.attError(.writeNotPermitted)] }
@@ -68,20 +64,56 @@ public struct BootloaderStateMachine: Sendable {
             if faults.shouldDisconnect() { return fire(.disconnect, "disconnect-rate", now: now) }
             return packet(bytes, now: now)
         case .disconnected:
-            reloadSettings()
-            prnTarget = 0
-            prnCountdown = 0
+            // NRF_DFU_EVT_TRANSPORT_DEACTIVATED: SDK 16-17 reload the settings; SDK 15 keeps its RAM state. The PRN
+            // target and countdown are statics of nrf_dfu_ble.c that only Set PRN and Create change: they stay.
+            if profile.sdk.reloadsSettingsOnDisconnect { reloadSettings() }
             stalled = false
             return []
         case .powerLoss:
             flash.powerLoss(now: now)
-            reloadSettings()
+            rebooted()
             return [.reboot(into: bootMode)]
         case .reset:
             flash.drain()
-            reloadSettings()
+            rebooted()
             return [.reboot(into: bootMode)]
         }
+    }
+
+    /// The first half of a Control Point write, what the SoftDevice and `nrf_dfu_ble.c on_rw_authorize_req` do
+    /// before the Write Response: nil when the write is accepted (answer it, then call ``handleControlPoint(_:at:)``),
+    /// else what happens instead of the Write Response (the CCCD error; a link lost before the response, which loses
+    /// the request). `controlPointWrite` events do both halves in one step.
+    public mutating func authorizeControlPoint(_ bytes: [UInt8], cccdEnabled: Bool, at now: Duration)
+        -> [BootloaderAction]?
+    {
+        flash.retire(now: now)
+        // No notifications enabled → CCCD improperly configured, in the authorize reply.
+        guard cccdEnabled else { return [.attError(.cccdImproperlyConfigured)] }
+        counters.controlPointWrites += 1
+        if stalled || resetPending { return nil }  // accepted; the scheduler never answers
+        if faults.shouldDisconnect() { return fire(.disconnect, "disconnect-rate", now: now) }
+        if let request = try? ControlPointRequest(decoding: bytes) {
+            let trigger = faults.atStep(stepNames(for: request), after: false)
+            if let trigger, trigger.action == .disconnect || trigger.action == .powerLoss {
+                return fire(trigger, now: now)
+            }
+            beforeTrigger = trigger
+        }
+        return nil
+    }
+
+    /// The second half: the scheduler runs the accepted request (`nrf_dfu_req_handler_req_process`); its answer is
+    /// a notification after the Write Response.
+    public mutating func handleControlPoint(_ bytes: [UInt8], at now: Duration) -> [BootloaderAction] {
+        flash.retire(now: now)
+        if stalled || resetPending {
+            beforeTrigger = nil
+            return []
+        }
+        var actions: [BootloaderAction] = []
+        controlPoint(bytes, now: now, into: &actions)
+        return actions
     }
 
     /// A new connection started.
@@ -89,9 +121,22 @@ public struct BootloaderStateMachine: Sendable {
         counters.connections += 1
     }
 
-    /// The mode the device boots into: the bootloader while an update is stored and unfinished, else the app.
+    /// The mode the device boots into after a reset that no buttonless jump asked for (power on, Abort, the end of an
+    /// update): `nrf_bootloader.c dfu_enter_check` enters DFU only when the application is not valid (GPREGRET is
+    /// clear, the buttonless flag unset). Dual bank keeps the old application valid through an update; single bank
+    /// overwrites it, so an unfinished update keeps the device in the bootloader.
     public var bootMode: DeviceMode {
-        installed.application == nil || updateInProgress ? .bootloader : .application
+        if installed.application == nil { return .bootloader }
+        return profile.flash.singleBank == true && updateInProgress ? .bootloader : .application
+    }
+
+    /// RAM after a reset: the settings from flash, the PRN statics at their initial values.
+    mutating func rebooted() {
+        reloadSettings()
+        prnTarget = 0
+        prnCountdown = 0
+        stalled = false
+        resetPending = false
     }
 
     /// `nrf_dfu_settings_reinit` + `nrf_dfu_validation_init`.
@@ -123,7 +168,11 @@ public struct BootloaderStateMachine: Sendable {
             return
         }
         let steps = stepNames(for: request)
-        if let trigger = faults.atStep(steps, after: false) {
+        let before = beforeTrigger
+        beforeTrigger = nil
+        if let trigger = before, trigger.action == .flashBusy {
+            actions += fire(trigger, now: now)  // the request is still handled, behind a full queue
+        } else if let trigger = before {
             if trigger.action == .reject {
                 actions += fire(trigger, now: now)
                 actions.append(.notify(response(opcode, rejection(trigger))))
@@ -132,7 +181,7 @@ public struct BootloaderStateMachine: Sendable {
             actions += fire(trigger, now: now)
             return
         }
-        let before = actions.count
+        let handledFrom = actions.count
         switch request {
         case .create(let type, let size): create(type: type, size: size, now: now, into: &actions)
         case .setPRN(let value):
@@ -145,7 +194,7 @@ public struct BootloaderStateMachine: Sendable {
         case .abort:
             // bootloader_reset(true): no response, reset at once.
             flash.drain()
-            reloadSettings()
+            rebooted()
             actions.append(.reboot(into: bootMode))
             return
         case .protocolVersion, .getMTU, .ping, .hardwareVersion, .firmwareVersion:
@@ -155,7 +204,7 @@ public struct BootloaderStateMachine: Sendable {
         case .write, .unknown:
             actions.append(.notify(response(opcode, .failure(.opCodeNotSupported))))
         }
-        if actions.count > before, actions.contains(where: { if case .reboot = $0 { true } else { false } }) {
+        if actions.count > handledFrom, actions.contains(where: { if case .reboot = $0 { true } else { false } }) {
             return
         }
         if let trigger = faults.atStep(steps, after: true) {
@@ -244,9 +293,12 @@ public struct BootloaderStateMachine: Sendable {
             stalled = true
             return [record]
         case .reject: return [record]
+        case .flashBusy:
+            flash.fill(now: now)
+            return [record]
         case .powerLoss:
             flash.powerLoss(now: now)
-            reloadSettings()
+            rebooted()
             return [record, .reboot(into: bootMode)]
         }
     }

@@ -33,8 +33,11 @@ public enum BootloaderAction: Sendable, Hashable {
     case wait(Duration)
     /// Drop the link; the device stays in its mode.
     case disconnect
-    /// Drop the link and restart in `mode` (after DFU completion, Abort, power loss).
+    /// Drop the link and restart in `mode` (Abort, power loss).
     case reboot(into: DeviceMode)
+    /// The update is complete: the settings are being written (`flashTime`, the link stays up); then the device drops
+    /// the link and restarts in `mode` (`on_dfu_complete`).
+    case resetAfterFlash(Duration, into: DeviceMode)
     /// A fault fired.
     case fault(FaultRecord)
 }
@@ -81,6 +84,8 @@ public struct DeviceCounters: Codable, Sendable, Hashable {
     public var packetsDropped: Int = 0
     public var bytesReceived: UInt64 = 0
     public var prnsSent: Int = 0
+    /// Create Data requests refused with 0x05 because the flash queue was full.
+    public var createsRefused: Int = 0
     public var faultsFired: Int = 0
     public var updatesCompleted: Int = 0
 
@@ -93,7 +98,22 @@ public struct DeviceCounters: Codable, Sendable, Hashable {
         case packetsDropped = "packets_dropped"
         case bytesReceived = "bytes_received"
         case prnsSent = "prns_sent"
+        case createsRefused = "creates_refused"
         case faultsFired = "faults_fired"
         case updatesCompleted = "updates_completed"
+    }
+
+    /// Status files written before `creates_refused` existed decode with 0.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        connections = try c.decode(Int.self, forKey: .connections)
+        controlPointWrites = try c.decode(Int.self, forKey: .controlPointWrites)
+        packetsReceived = try c.decode(Int.self, forKey: .packetsReceived)
+        packetsDropped = try c.decode(Int.self, forKey: .packetsDropped)
+        bytesReceived = try c.decode(UInt64.self, forKey: .bytesReceived)
+        prnsSent = try c.decode(Int.self, forKey: .prnsSent)
+        createsRefused = try c.decodeIfPresent(Int.self, forKey: .createsRefused) ?? 0
+        faultsFired = try c.decode(Int.self, forKey: .faultsFired)
+        updatesCompleted = try c.decode(Int.self, forKey: .updatesCompleted)
     }
 }

@@ -72,10 +72,16 @@ enum DeviceDatabases {
                         uuid: SimulatorUUID.demoCounter, properties: [.read, .notify], value: [0, 0, 0, 0])
                 ]))
         if let buttonless = buttonlessUUID(profile.buttonless) {
+            // ble_dfu_bonded.c ble_dfu_buttonless_char_add: value and CCCD writes need SEC_JUST_WORKS (encrypted).
+            let permissions: GATTPermissions =
+                profile.requiresBonds ? [.write, .encryptionRequired, .encryptedConfiguration] : [.write]
             services.append(
                 GATTServiceDefinition(
                     uuid: SecureDFUUUID.service,
-                    characteristics: [GATTCharacteristicDefinition(uuid: buttonless, properties: [.write, .indicate])]))
+                    characteristics: [
+                        GATTCharacteristicDefinition(
+                            uuid: buttonless, properties: [.write, .indicate], permissions: permissions)
+                    ]))
         }
         return GATTDatabase(services: services)
     }
@@ -89,15 +95,21 @@ enum DeviceDatabases {
     }
 
     /// Bootloader mode: common services and FE59 with Control Point (write, notify) and Packet (write without
-    /// response only, as `dfu_pkt_char_add` declares it).
-    static func bootloader(name: String) -> GATTDatabase {
+    /// response only, as `dfu_pkt_char_add` declares it). With `NRF_DFU_BLE_REQUIRES_BONDS` both values need an
+    /// encrypted link (`write_perm` `sm = 1, lv = 2`); the Control Point's CCCD stays open (no `p_cccd_md`).
+    static func bootloader(name: String, requiresBonds: Bool = false) -> GATTDatabase {
         var services = common(name: name)
+        let secured: GATTPermissions = requiresBonds ? [.encryptionRequired] : []
         services.append(
             GATTServiceDefinition(
                 uuid: SecureDFUUUID.service,
                 characteristics: [
-                    GATTCharacteristicDefinition(uuid: SecureDFUUUID.controlPoint, properties: [.write, .notify]),
-                    GATTCharacteristicDefinition(uuid: SecureDFUUUID.packet, properties: [.writeWithoutResponse]),
+                    GATTCharacteristicDefinition(
+                        uuid: SecureDFUUUID.controlPoint, properties: [.write, .notify],
+                        permissions: secured.union(.write)),
+                    GATTCharacteristicDefinition(
+                        uuid: SecureDFUUUID.packet, properties: [.writeWithoutResponse],
+                        permissions: secured.union(.write)),
                 ]))
         return GATTDatabase(services: services)
     }

@@ -30,6 +30,25 @@ final class DeviceDelegate: GATTServerDelegate {
     /// The connection ended in a reboot (the device already reloaded its settings).
     var rebooted: Bool { flags.withLock { $0 } }
 
+    /// The Control Point request accepted by the last Write Response, waiting for the scheduler.
+    private let scheduled = Mutex<[UInt8]?>(nil)
+    /// The reset that follows the settings write after the last Execute (`on_dfu_complete`), while it is pending.
+    private let resetTask = Mutex<Task<Void, Never>?>(nil)
+
+    /// Waits for a pending reset (the device does not come back before it).
+    func pendingReset() async {
+        await resetTask.withLock { $0 }?.value
+    }
+
+    func afterResponding(to pdu: ATTPDU, server: GATTServer) async {
+        guard let request = scheduled.withLock({ state -> [UInt8]? in
+            defer { state = nil }
+            return state
+        }) else { return }
+        _ = await perform(await device.handleControlPoint(request), server: server)
+        await device.publish()
+    }
+
     func beforeHandling(_ pdu: ATTPDU, server: GATTServer) async {
         await device.pace(pdu)
     }
@@ -50,11 +69,15 @@ final class DeviceDelegate: GATTServerDelegate {
     {
         let handle = attribute.handle
         if let controlPoint, handle == controlPoint {
+            // nrf_dfu_ble.c on_rw_authorize_req: with notifications off the write is refused in the authorize reply;
+            // otherwise the reply accepts it (the Write Response) and the request is scheduled
+            // (nrf_dfu_req_handler_on_req): it is handled in `afterResponding`, once the Write Response went out.
             let enabled = await server.isNotifying(valueHandle: controlPoint)
-            let actions = await device.bootloaderEvent(.controlPointWrite(value, cccdEnabled: enabled))
-            let refusal = await perform(actions, server: server)
-            await device.publish()
-            return refusal
+            if let refused = await device.authorizeControlPoint(value, cccdEnabled: enabled) {
+                return await perform(refused, server: server)  // no Write Response: an ATT error or a lost link
+            }
+            scheduled.withLock { $0 = value }
+            return nil
         }
         if let packet, handle == packet {
             return await perform(
@@ -117,10 +140,34 @@ final class DeviceDelegate: GATTServerDelegate {
                 flags.withLock { $0 = true }
                 await device.applyReboot(into)
                 await close(server, deferred: notified)
+            case .resetAfterFlash(let flashTime, let into):
+                scheduleReset(after: flashTime, into: into, server: server)
             }
         }
         return refusal
     }
+
+    /// The end of a completed update, SDK 15-17: the settings page (and from 15.3 its backup) is written with the link
+    /// up (`nrf_dfu_settings_write_and_backup(on_dfu_complete)`); `on_dfu_complete` then closes the transports, which
+    /// disconnects the central and waits 200 ms (`nrf_dfu.c dfu_observer`, `ble_dfu_transport_close`), and the device
+    /// resets (`nrf_bootloader.c bootloader_reset`). The server keeps answering ATT meanwhile (the SoftDevice does);
+    /// Control Point requests get their Write Response and no answer. A link the central drops in that time does not
+    /// stop the reset.
+    func scheduleReset(after flashTime: Duration, into mode: DeviceMode, server: GATTServer) {
+        let device = self.device
+        let task = Task {
+            await device.sleep(flashTime)
+            await server.close()
+            await device.sleep(device.profile.scaled(micros: Self.transportCloseDelayMicros))
+            self.flags.withLock { $0 = true }
+            await device.applyReboot(mode)
+            await device.publish()
+        }
+        resetTask.withLock { $0 = task }
+    }
+
+    /// `ble_dfu_transport_close`: "Wait a bit for the disconnect event to be sent on air", `nrf_delay_ms(200)`.
+    static let transportCloseDelayMicros: Double = 200_000
 
     /// `deferred`: after the response to the PDU being handled (`closeAfterResponse` returns at once; awaiting the
     /// close here would wait for the server, which waits for this delegate); else now.

@@ -95,6 +95,10 @@ public struct FlashParameters: Codable, Sendable, Hashable {
     public var queueDepth: Int
     /// The largest update the free bank holds (dual bank), bytes.
     public var bankSize: Int
+    /// Single-bank updates (`NRF_DFU_SINGLE_BANK_APP_UPDATES`, the image written over the application): a device that
+    /// loses power during an update stays in the bootloader. Absent or false: dual bank, the old application stays
+    /// valid until the new image is activated, and a device that loses power boots it (`dfu_enter_check`).
+    public var singleBank: Bool?
 
     enum CodingKeys: String, CodingKey {
         case pageSize = "page_size"
@@ -102,6 +106,7 @@ public struct FlashParameters: Codable, Sendable, Hashable {
         case wordWriteMicros = "word_write_us"
         case queueDepth = "queue_depth"
         case bankSize = "bank_size"
+        case singleBank = "single_bank"
     }
 
     public init(
@@ -186,10 +191,14 @@ public struct DeviceProfile: Codable, Sendable, Hashable {
     }
 
     /// `INIT_COMMAND_MAX_SIZE`: 256 for SDK 12-14 (settings v1), 512 from SDK 15.
-    public var commandObjectMaxSize: Int {
-        let major = Int(sdkVersion.split(separator: ".").first ?? "") ?? 15
-        return major < 15 ? 256 : 512
-    }
+    public var commandObjectMaxSize: Int { sdk.major < 15 ? 256 : 512 }
+
+    /// `NRF_DFU_BLE_REQUIRES_BONDS`: the bonded buttonless variant goes with a bootloader that keeps the bond, and
+    /// both need an encrypted link for their writes (docs/simulator.md, "Bonds").
+    public var requiresBonds: Bool { buttonless == .bonded }
+
+    /// The bootloader's SDK version, for the behaviours that differ between versions.
+    public var sdk: SDKVersion { SDKVersion(sdkVersion) }
 
     /// `DATA_OBJECT_MAX_SIZE` (= the code page size on nRF52).
     public var dataObjectMaxSize: Int { flash.pageSize }
@@ -202,4 +211,30 @@ public struct DeviceProfile: Codable, Sendable, Hashable {
         let factor = speedup > 0 ? speedup : 1
         return .nanoseconds(Int64((micros * 1000 / factor).rounded()))
     }
+}
+
+/// An nRF5 SDK version ("15.3.0") and what the bootloader sources of that version do differently.
+public struct SDKVersion: Sendable, Hashable, Comparable {
+    public var major: Int
+    public var minor: Int
+
+    /// An unparsable major version counts as 15, a missing or unparsable minor as 0.
+    public init(_ text: String) {
+        let parts = text.split(separator: ".").map { Int($0) }
+        major = parts.first.flatMap { $0 } ?? 15
+        minor = parts.count > 1 ? (parts[1] ?? 0) : 0
+    }
+
+    public static func < (lhs: SDKVersion, rhs: SDKVersion) -> Bool {
+        (lhs.major, lhs.minor) < (rhs.major, rhs.minor)
+    }
+
+    /// SDK 16.0 and later reload the settings from flash when the link drops: `nrf_bootloader.c dfu_observer` calls
+    /// `nrf_dfu_settings_reinit()` on `NRF_DFU_EVT_TRANSPORT_DEACTIVATED`. SDK 15.0 and 15.3 have no such case: the
+    /// RAM state (a created object, a partly written one) outlives the link until a reset.
+    public var reloadsSettingsOnDisconnect: Bool { major >= 16 }
+
+    /// SDK 15.3 and later keep a backup of the settings page and write both (`nrf_dfu_settings_write_and_backup`);
+    /// 15.0 writes the settings page alone (15.1 and 15.2 were not read; counted with 15.0).
+    public var hasSettingsBackup: Bool { self >= SDKVersion("15.3") }
 }

@@ -8,6 +8,9 @@ public enum FaultAction: String, Codable, Sendable, Hashable {
     case stall
     /// Answer the request with `result` (and `extended`) instead of handling it.
     case reject
+    /// Fill the flash queue (another module's operations, one page erase each) and then handle the request: a Create
+    /// Data that follows is refused with 0x05 and Packet writes are dropped until the queue drains.
+    case flashBusy = "flash-busy"
 }
 
 /// One fault that fires once, at a protocol step or after a number of firmware/init bytes.
@@ -55,6 +58,7 @@ public struct FaultTrigger: Codable, Sendable, Hashable {
 /// | `drop-rate=0.01` | drop Packet writes silently with this probability (not counted for PRN) |
 /// | `power-loss-at=before-execute` / `power-loss-after-bytes=6000` | power loss |
 /// | `stall-at=execute` | stop answering from that step on |
+/// | `flash-busy-at=before-create-data#2` | fill the flash queue, then handle the request (Create refused: 0x05) |
 /// | `reject-at=execute-command:0B:05` | answer result 0x0B, extended 0x05 (hex) instead |
 /// | `corrupt-flash-at=4096` | flip a bit of the flash write covering that bank offset |
 /// | `slow-flash=4` | flash operations take 4 times longer |
@@ -119,6 +123,8 @@ public struct FaultPlan: Codable, Sendable, Hashable {
             case "disconnect-at": triggers.append(FaultTrigger(action: .disconnect, step: try Self.step(value, key)))
             case "power-loss-at": triggers.append(FaultTrigger(action: .powerLoss, step: try Self.step(value, key)))
             case "stall-at": triggers.append(FaultTrigger(action: .stall, step: try Self.step(value, key)))
+            case "flash-busy-at":
+                triggers.append(FaultTrigger(action: .flashBusy, step: try Self.step(value, key)))
             case "reject-at":
                 let parts = value.split(separator: ":").map(String.init)
                 guard parts.count == 2 || parts.count == 3, let result = UInt8(parts[1], radix: 16) else {
@@ -139,9 +145,14 @@ public struct FaultPlan: Codable, Sendable, Hashable {
         }
     }
 
-    static let stepNames: Set<String> = [
+    static let stepNames: Set<String> = Set<String>([
         "select-command", "select-data", "create-command", "create-data", "set-prn", "checksum", "execute-command",
         "execute-data", "final-execute", "abort", "packet", "select", "create", "execute",
+    ]).union(legacyStepNames)
+
+    /// Steps of the Legacy DFU devices (docs/simulator.md, "Legacy DFU devices").
+    static let legacyStepNames: Set<String> = [
+        "start", "init", "init-complete", "prn-request", "receive", "validate", "activate", "reset", "report-size",
     ]
 
     static func step(_ value: String, _ key: String) throws(FaultPlanError) -> String {

@@ -67,10 +67,12 @@ public struct FlashModel: Sendable {
         .nanoseconds(Int64((micros * 1000 * max(slowdown, 0) / speedup).rounded()))
     }
 
-    /// Queues an erase of `pages` pages from `offset`; returns the operation.
+    /// Queues an erase of `pages` pages from `offset`; returns the operation, or nil when the queue is full
+    /// (`nrf_fstorage_erase` fails with NRF_ERROR_NO_MEM: one queue entry per call, whatever the page count).
     @discardableResult
-    public mutating func erase(offset: Int, pages: Int, now: Duration) -> FlashOperation {
+    public mutating func erase(offset: Int, pages: Int, now: Duration) -> FlashOperation? {
         retire(now: now)
+        guard pending.count < max(parameters.queueDepth, 1) else { return nil }
         let start = max(now, pending.last?.completesAt ?? now)
         let op = FlashOperation(
             offset: offset, kind: .erase(pages: pages),
@@ -90,6 +92,18 @@ public struct FlashModel: Sendable {
             completesAt: start + duration(micros: words * parameters.wordWriteMicros))
         pending.append(op)
         return op
+    }
+
+    /// Fills the free queue slots with operations outside the update bank (another module's page erases, as fds or
+    /// the peer manager queue them), one page erase each.
+    public mutating func fill(now: Duration) {
+        retire(now: now)
+        while pending.count < max(parameters.queueDepth, 1) {
+            let start = max(now, pending.last?.completesAt ?? now)
+            pending.append(
+                FlashOperation(
+                    offset: -1, kind: .erase(pages: 1), completesAt: start + duration(micros: parameters.pageEraseMicros)))
+        }
     }
 
     /// Power loss at `now`: completed operations stay, queued ones are lost.

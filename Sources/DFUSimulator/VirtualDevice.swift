@@ -142,7 +142,7 @@ public actor VirtualDevice {
             database = DeviceDatabases.application(
                 profile: profile, name: profile.name, firmwareRevision: firmwareRevision)
         case .bootloader:
-            database = DeviceDatabases.bootloader(name: currentName)
+            database = DeviceDatabases.bootloader(name: currentName, requiresBonds: profile.requiresBonds)
         }
         let server = makeServer(database, bearer, UInt16(clamping: max(profile.link.maxMTU, 23)))
         let delegate = DeviceDelegate(device: self, database: database, mode: servedMode)
@@ -151,6 +151,7 @@ public actor VirtualDevice {
         await publish()
         let reason = await server.run()
         logger.debug("virtual device link ended", metadata: ["sim.reason": "\(reason)"])
+        await delegate.pendingReset()
         if servedMode == .bootloader, mode == .bootloader, !delegate.rebooted {
             _ = bootloader.handle(.disconnected, at: now())
         }
@@ -211,7 +212,16 @@ public actor VirtualDevice {
         bootloader.handle(event, at: now())
     }
 
+    func authorizeControlPoint(_ bytes: [UInt8], cccdEnabled: Bool) -> [BootloaderAction]? {
+        bootloader.authorizeControlPoint(bytes, cccdEnabled: cccdEnabled, at: now())
+    }
+
+    func handleControlPoint(_ bytes: [UInt8]) -> [BootloaderAction] {
+        bootloader.handleControlPoint(bytes, at: now())
+    }
+
     func applyReboot(_ into: DeviceMode) {
+        bootloader.rebooted()
         mode = into
         if into == .application { buttonless.advertisingName = nil }
     }

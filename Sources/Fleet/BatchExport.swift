@@ -10,6 +10,7 @@ public enum BatchExport {
     public static let columns = [
         "batch", "address", "name", "class", "adapter", "package_sha256", "target_version", "version_before",
         "version_after", "status", "error", "exit_code", "attempts", "duration_s", "bytes", "resends", "updated_at",
+        "station",
     ]
 
     public static func render(_ records: [DeviceRecord], attempts: [AttemptRecord], as format: Format) -> String {
@@ -29,7 +30,7 @@ public enum BatchExport {
                 r.batch, r.address, r.name, r.className, r.adapter, r.packageSHA256, r.targetVersion.map(String.init),
                 r.versionBefore.map(String.init), r.versionAfter.map(String.init), r.status.rawValue, r.error,
                 r.exitCode.map(String.init), String(r.attempts), String(format: "%.3f", r.duration), String(r.bytes),
-                String(r.resends), r.updatedAt,
+                String(r.resends), r.updatedAt, r.station,
             ]
             lines.append(fields.map { csvField($0 ?? "") }.joined(separator: ","))
         }
@@ -89,7 +90,7 @@ public enum BatchExport {
                 xml += "    <testcase classname=\"\(escape(r.className))\" name=\"\(escape(name))\" time=\"\(String(format: "%.3f", r.duration))\">\n"
                 let detail = "sha256=\(r.packageSHA256) before=\(r.versionBefore.map(String.init) ?? "-") "
                     + "after=\(r.versionAfter.map(String.init) ?? "-") attempts=\(r.attempts) bytes=\(r.bytes) resends=\(r.resends) "
-                    + "adapter=\(r.adapter ?? "-")"
+                    + "adapter=\(r.adapter ?? "-") station=\(r.station ?? "-")"
                 switch r.status {
                 case .failed:
                     xml += "      <failure message=\"\(escape(r.error ?? "failed"))\" type=\"exit \(r.exitCode.map(String.init) ?? "-")\">\(escape(detail))</failure>\n"

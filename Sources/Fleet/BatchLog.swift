@@ -1,143 +1,126 @@
 import Foundation
-import GRDB
 
-/// The line's record (docs/batch.md, "Database"): an SQLite file in WAL mode with one row per attempt
-/// (`attempts`), one final row per device and batch (`devices`), and one row per run of the command (`runs`).
+/// The line's record (docs/batch.md, "Database"): one row per attempt (`attempts`), one final row per device and
+/// batch (`devices`), one row per run of a station (`runs`), and for a line of stations their claims, heartbeats,
+/// journals and the line's plan (`stations`, `lines`, `journals`). Every statement is written once here and runs on
+/// either dialect of ``LineDatabase`` (SQLite for one station, PostgreSQL for a line).
 ///
 /// Every state change is its own committed transaction, so a crash (kill -9, power loss) loses at most the change
-/// under way: a run that ended without `finishRun` leaves `running` rows, which the next run of the same batch
-/// closes as `interrupted` (attempts) and takes up again (devices).
+/// under way: a run that ended without `finishRun` leaves `running` rows, which the next run of the same station
+/// closes as `interrupted` (attempts) and takes up again (devices); another station takes them over once their
+/// lease has expired.
 public final class BatchLog: Sendable {
-    let pool: DatabasePool
-    public let path: String
+    public let database: any LineDatabase
+    /// Where the database is (a path, or a URL without its password).
+    public var path: String { database.displayName }
 
-    /// Opens (creating when needed) the database at `path`.
-    public init(path: String) throws(BatchLogError) {
-        self.path = path
+    init(database: any LineDatabase) {
+        self.database = database
+    }
+
+    /// Opens (creating and migrating when needed) the SQLite file at `path`.
+    public static func open(path: String) async throws(BatchLogError) -> BatchLog {
+        let database: SQLiteLineDatabase
         do {
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(10)
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
+            database = try SQLiteLineDatabase(path: path)
         } catch {
             throw BatchLogError(.open, "cannot open the batch database \(path): \(error)")
         }
+        return try await open(database)
     }
 
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE runs (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        batch TEXT NOT NULL,
-                        started_at TEXT NOT NULL,
-                        finished_at TEXT,
-                        result TEXT NOT NULL DEFAULT 'running',
-                        force INTEGER NOT NULL DEFAULT 0
-                    );
-                    CREATE TABLE devices (
-                        batch TEXT NOT NULL,
-                        address TEXT NOT NULL,
-                        address_type TEXT NOT NULL,
-                        name TEXT,
-                        class TEXT NOT NULL,
-                        package_path TEXT NOT NULL,
-                        package_sha256 TEXT NOT NULL,
-                        target_version INTEGER,
-                        version_before INTEGER,
-                        version_after INTEGER,
-                        status TEXT NOT NULL,
-                        error TEXT,
-                        exit_code INTEGER,
-                        attempts INTEGER NOT NULL DEFAULT 0,
-                        duration REAL NOT NULL DEFAULT 0,
-                        bytes INTEGER NOT NULL DEFAULT 0,
-                        resends INTEGER NOT NULL DEFAULT 0,
-                        adapter TEXT,
-                        run_id INTEGER,
-                        updated_at TEXT NOT NULL,
-                        PRIMARY KEY (batch, address)
-                    );
-                    CREATE TABLE attempts (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        run_id INTEGER NOT NULL REFERENCES runs(id),
-                        batch TEXT NOT NULL,
-                        address TEXT NOT NULL,
-                        number INTEGER NOT NULL,
-                        name TEXT,
-                        adapter TEXT NOT NULL,
-                        package_sha256 TEXT NOT NULL,
-                        version_before INTEGER,
-                        version_after INTEGER,
-                        started_at TEXT NOT NULL,
-                        finished_at TEXT,
-                        result TEXT NOT NULL DEFAULT 'running',
-                        error TEXT,
-                        exit_code INTEGER,
-                        duration REAL,
-                        bytes INTEGER NOT NULL DEFAULT 0,
-                        resends INTEGER NOT NULL DEFAULT 0
-                    );
-                    CREATE INDEX attempts_device ON attempts(batch, address);
-                    """)
+    /// Migrates `database` to ``LineSchema/current``; refuses a database of a newer schema.
+    public static func open(_ database: any LineDatabase) async throws(BatchLogError) -> BatchLog {
+        let log = BatchLog(database: database)
+        do {
+            try await log.migrate()
+        } catch {
+            await database.close()
+            throw error
         }
-        return migrator
+        return log
     }
 
-    /// The journal mode SQLite reports ("wal").
-    public func journalMode() throws(BatchLogError) -> String {
-        try read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    /// The database's schema version (0: empty).
+    public func schemaVersion() async throws(BatchLogError) -> Int {
+        try await read { s in try await Self.version(s, dialect: self.database.dialect) }
     }
+
+    static func version(_ s: any SQLSession, dialect: SQLDialect) async throws -> Int {
+        guard try await !s.rows(dialect.tableExistsQuery, .text("schema_version")).isEmpty else { return 0 }
+        return try await s.row("SELECT MAX(version) AS version FROM schema_version")?.int("version") ?? 0
+    }
+
+    func migrate() async throws(BatchLogError) {
+        let dialect = database.dialect
+        let name = path
+        try await write { s in
+            if let lock = dialect.migrationLock { try await s.execute(lock) }
+            if try await s.rows(dialect.tableExistsQuery, .text("schema_version")).isEmpty {
+                try await s.execute(
+                    dialect.render(
+                        .createTable(
+                            LineSchema.Table(
+                                name: "schema_version",
+                                columns: [
+                                    LineSchema.Column("version", .integer, notNull: true),
+                                    LineSchema.Column("applied_at", .text, notNull: true),
+                                ], primaryKey: ["version"]))))
+                // The first SQLite logs were made by GRDB's migrator: its "v1" is schema version 1.
+                if try await !s.rows(dialect.tableExistsQuery, .text("grdb_migrations")).isEmpty,
+                    try await !s.rows("SELECT identifier FROM grdb_migrations WHERE identifier = 'v1'").isEmpty
+                {
+                    try await s.execute("INSERT INTO schema_version (version, applied_at) VALUES (1, ?)", .text(Self.timestamp(Date())))
+                }
+            }
+            let version = try await Self.version(s, dialect: dialect)
+            guard version <= LineSchema.current else {
+                throw BatchLogError(
+                    .newerSchema,
+                    "the batch database \(name) has schema version \(version); this bledfu knows versions up to \(LineSchema.current): update bledfu")
+            }
+            for next in (version + 1)..<(LineSchema.current + 1) {
+                for step in LineSchema.migrations[next - 1] { try await s.execute(dialect.render(step)) }
+                try await s.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", .int(next), .text(Self.timestamp(Date())))
+            }
+        }
+    }
+
+    public func close() async { await database.close() }
 
     // MARK: - Runs
 
-    /// Starts a run of `batch`: attempts a crashed earlier run left open become `interrupted`, devices it left
-    /// `running` go back to `pending`. Returns the run id.
-    public func startRun(batch: String, force: Bool, at date: Date) throws(BatchLogError) -> Int64 {
-        try write { db in
-            let now = Self.timestamp(date)
-            try db.execute(
-                sql: """
-                    UPDATE attempts SET result = 'interrupted', finished_at = ?,
-                        error = COALESCE(error, 'the batch stopped before this attempt ended (crash or kill)')
-                    WHERE batch = ? AND result = 'running'
-                    """, arguments: [now, batch])
-            try db.execute(sql: "UPDATE runs SET result = 'interrupted', finished_at = ? WHERE batch = ? AND result = 'running'", arguments: [now, batch])
-            try db.execute(sql: "UPDATE devices SET status = 'pending' WHERE batch = ? AND status = 'running'", arguments: [batch])
-            try db.execute(sql: "INSERT INTO runs (batch, started_at, force) VALUES (?, ?, ?)", arguments: [batch, now, force])
-            return db.lastInsertedRowID
-        }
-    }
-
-    public func finishRun(_ run: Int64, result: String, at date: Date) throws(BatchLogError) {
-        try write { db in
-            try db.execute(sql: "UPDATE runs SET result = ?, finished_at = ? WHERE id = ?", arguments: [result, Self.timestamp(date), run])
+    /// Finishes a run of `station`: closes its run, releases whatever it still claims and marks it stopped.
+    public func finishRun(_ run: Int64, station: String? = nil, result: String, at date: Date) async throws(BatchLogError) {
+        try await write { s in
+            try await s.execute("UPDATE runs SET result = ?, finished_at = ? WHERE id = ?", .text(result), .text(Self.timestamp(date)), .integer(run))
+            guard let station else { return }
+            try await s.execute(
+                "UPDATE devices SET status = 'pending', station = NULL, lease_until = NULL, stage = NULL WHERE station = ? AND status = 'running'",
+                .text(station))
+            try await s.execute("UPDATE stations SET state = 'stopped' WHERE name = ?", .text(station))
         }
     }
 
     // MARK: - Devices
 
-    /// Adds the device as `pending` unless the batch already has it; returns its current record.
+    /// Adds the device as `pending` (at the back of the queue) unless the batch already has it; returns its record.
     @discardableResult
-    public func enroll(batch: String, device: DeviceRecord.Identity, at date: Date) throws(BatchLogError) -> DeviceRecord {
-        try write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO devices (batch, address, address_type, name, class, package_path, package_sha256,
-                        target_version, status, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)
-                    ON CONFLICT(batch, address) DO UPDATE SET
-                        name = COALESCE(excluded.name, devices.name),
-                        class = excluded.class, package_path = excluded.package_path,
-                        package_sha256 = excluded.package_sha256, target_version = excluded.target_version
-                    """,
-                arguments: [
-                    batch, device.address, device.addressType, device.name, device.className, device.packagePath,
-                    device.packageSHA256, device.targetVersion.map { Int64($0) }, Self.timestamp(date),
-                ])
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE batch = ? AND address = ?", arguments: [batch, device.address]) else {
+    public func enroll(batch: String, device: DeviceRecord.Identity, at date: Date) async throws(BatchLogError) -> DeviceRecord {
+        try await write { s in
+            try await s.execute(
+                """
+                INSERT INTO devices (batch, address, address_type, name, class, package_path, package_sha256,
+                    target_version, status, updated_at, queue)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, (SELECT COALESCE(MAX(queue), 0) + 1 FROM devices WHERE batch = ?))
+                ON CONFLICT(batch, address) DO UPDATE SET
+                    name = COALESCE(excluded.name, devices.name),
+                    class = excluded.class, package_path = excluded.package_path,
+                    package_sha256 = excluded.package_sha256, target_version = excluded.target_version
+                """, .text(batch), .text(device.address), .text(device.addressType), .text(device.name), .text(device.className),
+                .text(device.packagePath), .text(device.packageSHA256), .uint(device.targetVersion), .text(Self.timestamp(date)),
+                .text(batch))
+            guard let row = try await s.row("SELECT * FROM devices WHERE batch = ? AND address = ?", .text(batch), .text(device.address)) else {
                 throw BatchLogError(.write, "device \(device.address) vanished")
             }
             return DeviceRecord(row: row)
@@ -146,11 +129,10 @@ public final class BatchLog: Sendable {
 
     /// The record that says this device already runs this package (done or skipped at the target version), in any
     /// batch of this database.
-    public func completed(address: String, packageSHA256: String, targetVersion: UInt32?) throws(BatchLogError) -> DeviceRecord? {
-        try read { db in
-            let rows = try Row.fetchAll(
-                db, sql: "SELECT * FROM devices WHERE address = ? AND status IN ('done', 'skipped') ORDER BY updated_at DESC",
-                arguments: [address])
+    public func completed(address: String, packageSHA256: String, targetVersion: UInt32?) async throws(BatchLogError) -> DeviceRecord? {
+        try await read { s in
+            let rows = try await s.rows(
+                "SELECT * FROM devices WHERE address = ? AND status IN ('done', 'skipped') ORDER BY updated_at DESC", .text(address))
             return rows.map(DeviceRecord.init(row:)).first { record in
                 if record.status == .done, record.packageSHA256 == packageSHA256 { return true }
                 if let target = targetVersion, let after = record.versionAfter, after >= target { return true }
@@ -160,114 +142,69 @@ public final class BatchLog: Sendable {
     }
 
     /// Devices of `batch` not yet final (pending or running), e.g. left by a crashed run.
-    public func unfinished(batch: String) throws(BatchLogError) -> [DeviceRecord] {
-        try devices(batch: batch).filter { $0.status == .pending || $0.status == .running }
+    public func unfinished(batch: String) async throws(BatchLogError) -> [DeviceRecord] {
+        try await devices(batch: batch).filter { $0.status == .pending || $0.status == .running }
     }
 
-    /// Every device record of `batch` (nil: of every batch), in address order.
-    public func devices(batch: String? = nil) throws(BatchLogError) -> [DeviceRecord] {
-        try read { db in
-            let rows: [Row]
+    /// Every device record of `batch` (nil: of every batch), in address order; `station` keeps only the devices
+    /// that station holds or finished.
+    public func devices(batch: String? = nil, station: String? = nil) async throws(BatchLogError) -> [DeviceRecord] {
+        try await read { s in
+            var sql = "SELECT * FROM devices WHERE 1 = 1"
+            var arguments: [SQLValue] = []
             if let batch {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE batch = ? ORDER BY address", arguments: [batch])
-            } else {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM devices ORDER BY batch, address")
+                sql += " AND batch = ?"
+                arguments.append(.text(batch))
             }
-            return rows.map(DeviceRecord.init(row:))
+            if let station {
+                sql += " AND station = ?"
+                arguments.append(.text(station))
+            }
+            return try await s.rows(sql + " ORDER BY batch, address", arguments).map(DeviceRecord.init(row:))
         }
     }
 
-    /// Every attempt of `batch` (nil: of every batch), oldest first.
-    public func attempts(batch: String? = nil) throws(BatchLogError) -> [AttemptRecord] {
-        try read { db in
-            let rows: [Row]
+    /// Every attempt of `batch` (nil: of every batch), oldest first; `station` keeps that station's attempts.
+    public func attempts(batch: String? = nil, station: String? = nil) async throws(BatchLogError) -> [AttemptRecord] {
+        try await read { s in
+            var sql = "SELECT * FROM attempts WHERE 1 = 1"
+            var arguments: [SQLValue] = []
             if let batch {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM attempts WHERE batch = ? ORDER BY id", arguments: [batch])
-            } else {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM attempts ORDER BY id")
+                sql += " AND batch = ?"
+                arguments.append(.text(batch))
             }
-            return rows.map(AttemptRecord.init(row:))
+            if let station {
+                sql += " AND station = ?"
+                arguments.append(.text(station))
+            }
+            return try await s.rows(sql + " ORDER BY id", arguments).map(AttemptRecord.init(row:))
         }
     }
 
     /// Names of the batches in the database.
-    public func batches() throws(BatchLogError) -> [String] {
-        try read { db in try String.fetchAll(db, sql: "SELECT DISTINCT batch FROM devices ORDER BY batch") }
-    }
-
-    // MARK: - Attempts
-
-    /// Opens an attempt (result `running`) and marks the device `running`. Returns the attempt's id and its number
-    /// (1 for the device's first attempt in this batch, across runs).
-    public func beginAttempt(run: Int64, batch: String, address: String, adapter: String, at date: Date) throws(BatchLogError)
-        -> (id: Int64, number: Int)
-    {
-        try write { db in
-            let number = (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM attempts WHERE batch = ? AND address = ?", arguments: [batch, address]) ?? 0) + 1
-            let device = try Row.fetchOne(db, sql: "SELECT name, package_sha256 FROM devices WHERE batch = ? AND address = ?", arguments: [batch, address])
-            let name: String? = device?["name"]
-            let sha: String = device?["package_sha256"] ?? ""
-            let now = Self.timestamp(date)
-            try db.execute(
-                sql: """
-                    INSERT INTO attempts (run_id, batch, address, number, name, adapter, package_sha256, started_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [run, batch, address, number, name, adapter, sha, now])
-            let id = db.lastInsertedRowID
-            try db.execute(
-                sql: "UPDATE devices SET status = 'running', adapter = ?, run_id = ?, attempts = ?, updated_at = ? WHERE batch = ? AND address = ?",
-                arguments: [adapter, run, number, now, batch, address])
-            return (id, number)
-        }
-    }
-
-    /// Closes an attempt; with `final`, also writes the device's final status (one transaction).
-    public func endAttempt(_ id: Int64, batch: String, address: String, outcome: AttemptOutcome, final: DeviceStatus?, at date: Date)
-        throws(BatchLogError)
-    {
-        try write { db in
-            let now = Self.timestamp(date)
-            let before = outcome.versionBefore.map { Int64($0) }
-            let after = outcome.versionAfter.map { Int64($0) }
-            try db.execute(
-                sql: """
-                    UPDATE attempts SET finished_at = ?, result = ?, error = ?, exit_code = ?, duration = ?, bytes = ?,
-                        resends = ?, version_before = ?, version_after = ?, name = COALESCE(?, name)
-                    WHERE id = ?
-                    """,
-                arguments: [
-                    now, outcome.result.rawValue, outcome.error, outcome.exitCode.map { Int64($0) }, outcome.duration,
-                    outcome.bytes, outcome.resends, before, after, outcome.name, id,
-                ])
-            let status = final ?? .pending
-            try db.execute(
-                sql: """
-                    UPDATE devices SET status = ?, error = ?, exit_code = ?, duration = duration + ?, bytes = bytes + ?,
-                        resends = resends + ?, version_before = COALESCE(version_before, ?),
-                        version_after = COALESCE(?, version_after), name = COALESCE(?, name), updated_at = ?
-                    WHERE batch = ? AND address = ?
-                    """,
-                arguments: [
-                    status.rawValue, outcome.error, outcome.exitCode.map { Int64($0) }, outcome.duration, outcome.bytes,
-                    outcome.resends, before, after, outcome.name, now, batch, address,
-                ])
+    public func batches() async throws(BatchLogError) -> [String] {
+        try await read { s in
+            try await s.rows("SELECT DISTINCT batch FROM devices ORDER BY batch").compactMap { $0.string("batch") }
         }
     }
 
     /// Marks a device skipped without an attempt (the database already records it at the target version).
-    public func markSkipped(batch: String, address: String, reason: String, versionAfter: UInt32?, at date: Date) throws(BatchLogError) {
-        try write { db in
-            try db.execute(
-                sql: "UPDATE devices SET status = 'skipped', error = ?, version_after = COALESCE(?, version_after), updated_at = ? WHERE batch = ? AND address = ?",
-                arguments: [reason, versionAfter.map { Int64($0) }, Self.timestamp(date), batch, address])
+    public func markSkipped(batch: String, address: String, reason: String, versionAfter: UInt32?, at date: Date) async throws(BatchLogError) {
+        try await write { s in
+            try await s.execute(
+                """
+                UPDATE devices SET status = 'skipped', error = ?, version_after = COALESCE(?, version_after), updated_at = ?,
+                    finished_at = ? WHERE batch = ? AND address = ?
+                """, .text(reason), .uint(versionAfter), .text(Self.timestamp(date)), .text(Self.timestamp(date)), .text(batch),
+                .text(address))
         }
     }
 
     // MARK: - Helpers
 
-    func write<T>(_ body: (Database) throws -> T) throws(BatchLogError) -> T {
+    func write<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws(BatchLogError) -> T {
         do {
-            return try pool.write(body)
+            return try await database.transaction(write: true, body)
         } catch let error as BatchLogError {
             throw error
         } catch {
@@ -275,9 +212,11 @@ public final class BatchLog: Sendable {
         }
     }
 
-    func read<T>(_ body: (Database) throws -> T) throws(BatchLogError) -> T {
+    func read<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws(BatchLogError) -> T {
         do {
-            return try pool.read(body)
+            return try await database.transaction(write: false, body)
+        } catch let error as BatchLogError {
+            throw error
         } catch {
             throw BatchLogError(.read, "batch database \(path): \(error)")
         }
@@ -288,6 +227,9 @@ public final class BatchLog: Sendable {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: date)
     }
+
+    /// Milliseconds since 1970 (leases and heartbeats).
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 }
 
 /// A database failure. Codes are an open set.
@@ -298,6 +240,12 @@ public struct BatchLogError: Error, Sendable, Equatable, CustomStringConvertible
         public static let open = Code(rawValue: "open")
         public static let read = Code(rawValue: "read")
         public static let write = Code(rawValue: "write")
+        /// The database's schema is newer than this build knows.
+        public static let newerSchema = Code(rawValue: "newer-schema")
+        /// A live station of the line already has this name.
+        public static let stationNameTaken = Code(rawValue: "station-name-taken")
+        /// The line's live stations run another plan (classes and packages).
+        public static let planDiffers = Code(rawValue: "plan-differs")
     }
 
     public var code: Code
@@ -307,4 +255,5 @@ public struct BatchLogError: Error, Sendable, Equatable, CustomStringConvertible
         self.reason = reason
     }
     public var description: String { reason }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }

@@ -114,6 +114,11 @@ public struct BatchPlan: Sendable, Equatable {
     public var discovery: Discovery
     public var policies: Policies
     public var flash: FlashOptions
+    /// `db:`: the batch log (an SQLite path, or a `postgres://` URL that makes the station part of a line);
+    /// `--db` wins over it.
+    public var database: String?
+    /// `line:`: the line's name in a shared database (`--line` wins over it).
+    public var lineName: String?
 
     public init(
         adapters: [Adapter], classes: [DeviceClass], devices: [ExplicitDevice] = [], discovery: Discovery = Discovery(),

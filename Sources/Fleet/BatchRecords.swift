@@ -1,5 +1,3 @@
-import GRDB
-
 /// A device's status in a batch (`devices.status`).
 public enum DeviceStatus: String, Sendable, Codable, CaseIterable {
     /// Known to the batch, not finished: never tried, waiting for a retry, or left by a stopped line.
@@ -63,33 +61,49 @@ public struct DeviceRecord: Sendable, Equatable, Codable {
     public var error: String?
     public var exitCode: Int32?
     public var attempts: Int
+    /// Attempts in the current round (the retry policy counts these; a new run of a line alone resets them).
+    public var tries: Int
     /// Seconds over all attempts.
     public var duration: Double
     public var bytes: Int
     public var resends: Int
     public var adapter: String?
     public var updatedAt: String
+    /// The station that holds the claim, or that wrote the final status.
+    public var station: String?
+    /// While running: what the device's flash does and its bytes so far (the station's heartbeat writes them).
+    public var stage: String?
+    public var progressBytes: Int
+    public var progressTotal: Int
+    /// When the final status was written.
+    public var finishedAt: String?
 
-    init(row: Row) {
-        batch = row["batch"] ?? ""
-        address = row["address"] ?? ""
-        addressType = row["address_type"] ?? "random"
-        name = row["name"]
-        className = row["class"] ?? ""
-        packagePath = row["package_path"] ?? ""
-        packageSHA256 = row["package_sha256"] ?? ""
-        targetVersion = (row["target_version"] as Int64?).flatMap { UInt32(exactly: $0) }
-        versionBefore = (row["version_before"] as Int64?).flatMap { UInt32(exactly: $0) }
-        versionAfter = (row["version_after"] as Int64?).flatMap { UInt32(exactly: $0) }
-        status = DeviceStatus(rawValue: row["status"] ?? "") ?? .pending
-        error = row["error"]
-        exitCode = (row["exit_code"] as Int64?).flatMap { Int32(exactly: $0) }
-        attempts = row["attempts"] ?? 0
-        duration = row["duration"] ?? 0
-        bytes = row["bytes"] ?? 0
-        resends = row["resends"] ?? 0
-        adapter = row["adapter"]
-        updatedAt = row["updated_at"] ?? ""
+    init(row: SQLRow) {
+        batch = row.string("batch") ?? ""
+        address = row.string("address") ?? ""
+        addressType = row.string("address_type") ?? "random"
+        name = row.string("name")
+        className = row.string("class") ?? ""
+        packagePath = row.string("package_path") ?? ""
+        packageSHA256 = row.string("package_sha256") ?? ""
+        targetVersion = row.uint32("target_version")
+        versionBefore = row.uint32("version_before")
+        versionAfter = row.uint32("version_after")
+        status = DeviceStatus(rawValue: row.string("status") ?? "") ?? .pending
+        error = row.string("error")
+        exitCode = row.int64("exit_code").flatMap { Int32(exactly: $0) }
+        attempts = row.int("attempts") ?? 0
+        tries = row.int("tries") ?? 0
+        duration = row.double("duration") ?? 0
+        bytes = row.int("bytes") ?? 0
+        resends = row.int("resends") ?? 0
+        adapter = row.string("adapter")
+        updatedAt = row.string("updated_at") ?? ""
+        station = row.string("station")
+        stage = row.string("stage")
+        progressBytes = row.int("progress_bytes") ?? 0
+        progressTotal = row.int("progress_total") ?? 0
+        finishedAt = row.string("finished_at")
     }
 
     public var identity: Identity {
@@ -119,26 +133,29 @@ public struct AttemptRecord: Sendable, Equatable, Codable {
     public var duration: Double?
     public var bytes: Int
     public var resends: Int
+    /// The station that made the attempt (nil in a log from before stations).
+    public var station: String?
 
-    init(row: Row) {
-        id = row["id"] ?? 0
-        run = row["run_id"] ?? 0
-        batch = row["batch"] ?? ""
-        address = row["address"] ?? ""
-        number = row["number"] ?? 0
-        name = row["name"]
-        adapter = row["adapter"] ?? ""
-        packageSHA256 = row["package_sha256"] ?? ""
-        versionBefore = (row["version_before"] as Int64?).flatMap { UInt32(exactly: $0) }
-        versionAfter = (row["version_after"] as Int64?).flatMap { UInt32(exactly: $0) }
-        startedAt = row["started_at"] ?? ""
-        finishedAt = row["finished_at"]
-        result = AttemptResult(rawValue: row["result"] ?? "") ?? .running
-        error = row["error"]
-        exitCode = (row["exit_code"] as Int64?).flatMap { Int32(exactly: $0) }
-        duration = row["duration"]
-        bytes = row["bytes"] ?? 0
-        resends = row["resends"] ?? 0
+    init(row: SQLRow) {
+        id = row.int64("id") ?? 0
+        run = row.int64("run_id") ?? 0
+        batch = row.string("batch") ?? ""
+        address = row.string("address") ?? ""
+        number = row.int("number") ?? 0
+        name = row.string("name")
+        adapter = row.string("adapter") ?? ""
+        packageSHA256 = row.string("package_sha256") ?? ""
+        versionBefore = row.uint32("version_before")
+        versionAfter = row.uint32("version_after")
+        startedAt = row.string("started_at") ?? ""
+        finishedAt = row.string("finished_at")
+        result = AttemptResult(rawValue: row.string("result") ?? "") ?? .running
+        error = row.string("error")
+        exitCode = row.int64("exit_code").flatMap { Int32(exactly: $0) }
+        duration = row.double("duration")
+        bytes = row.int("bytes") ?? 0
+        resends = row.int("resends") ?? 0
+        station = row.string("station")
     }
 }
 

@@ -11,6 +11,8 @@ public enum BatchEvent: Sendable, Equatable {
     case finished(address: String, status: DeviceStatus, error: String?, retrying: Bool)
     /// `stop_after_failures` was reached: no new device starts.
     case lineStopped(failures: Int)
+    /// Something the operator should read (a device taken over by another station, a failed heartbeat).
+    case message(String)
 }
 
 /// How a run ended.
@@ -35,176 +37,118 @@ public struct BatchSummary: Sendable, Equatable {
 /// once), retries failed devices at the back of the queue, skips devices at the target version, and stops
 /// starting devices after `stop_after_failures` devices failed for good. Devices never wait for each other: a
 /// slot is the only thing they share.
+///
+/// The queue is the database's: each free slot claims the next device (``BatchLog/claimNext``), so several stations
+/// on one shared database (a line) split the devices between them and take over the devices of a station whose
+/// lease ran out. A station ends when no device of the batch is left pending or claimed.
 public struct BatchScheduler: Sendable {
     public var plan: BatchPlan
     /// Package per class name.
     public var packages: [String: PackageInfo]
     public var flasher: any DeviceFlasher
     public var log: BatchLog
-    /// The batch's name in the database (the CLI uses the plan's absolute path).
+    /// The batch's name in the database (the CLI uses the plan's absolute path, or the line's name).
     public var batch: String
+    /// This station (for one station alone: the host name).
+    public var station: StationInfo
     /// Flash devices the database records at the target version too.
     public var force = false
     public var now: @Sendable () -> Date = { Date() }
+    /// Waits between heartbeats and between looks for claimable devices (injected: tests never wait).
+    public var clock: any Clock<Duration> = ContinuousClock()
+    /// How often to look again for claimable devices while other stations hold the rest.
+    public var pollInterval: Duration = .seconds(1)
+    /// Whether a process of this host runs (a station of the same name whose process died is not live).
+    public var isRunning: @Sendable (Int) -> Bool = { _ in true }
+    /// Called after each heartbeat (the CLI copies the in-flight devices' journals into the store there).
+    public var afterHeartbeat: @Sendable () async -> Void = {}
+    /// Called when no heartbeat has succeeded for 0.6 of the lease: the station can no longer hold its
+    /// claims, and another station will take its devices over soon. The CLI stops the station at once there (its
+    /// `bledfu flash` children stop with it), so that no device is worked on by two stations.
+    public var leaseLost: @Sendable (String) -> Void = { _ in }
     public var events: @Sendable (BatchEvent) -> Void = { _ in }
     /// Polled before each device starts: true stops the line (Ctrl-C); running devices finish.
     public var shouldStop: @Sendable () -> Bool = { false }
 
-    public init(plan: BatchPlan, packages: [String: PackageInfo], flasher: any DeviceFlasher, log: BatchLog, batch: String) {
+    public init(
+        plan: BatchPlan, packages: [String: PackageInfo], flasher: any DeviceFlasher, log: BatchLog, batch: String,
+        station: StationInfo? = nil
+    ) {
         self.plan = plan
         self.packages = packages
         self.flasher = flasher
         self.log = log
         self.batch = batch
+        self.station =
+            station
+            ?? StationInfo(
+                name: "station", host: "localhost", pid: 0, adapters: BatchScheduler.adapterSummary(plan),
+                planHash: PlanHash.of(packages), lease: 30)
     }
 
-    struct Queued: Sendable {
-        var target: BatchTarget
-        var package: PackageInfo
-        /// Attempts made in this run.
-        var tries: Int
+    /// `hci0×4, hci1×4`.
+    public static func adapterSummary(_ plan: BatchPlan) -> String {
+        plan.adapters.map { "\($0.label)×\($0.connections)" }.joined(separator: ", ")
     }
 
     struct Finished: Sendable {
-        var queued: Queued
+        var record: DeviceRecord
         var adapterIndex: Int
         var attemptID: Int64
         var outcome: AttemptOutcome
         var retryable: Bool
     }
 
-    /// Runs `targets` plus the devices earlier runs of this batch recorded (unfinished ones are finished, finished
-    /// ones are reported again without a connection).
-    public func run(targets: [BatchTarget]) async throws(BatchLogError) -> BatchSummary {
-        let run = try log.startRun(batch: batch, force: force, at: now())
-        var all = targets
-        let known = Set(targets.map(\.address.description))
-        // Devices of this batch from earlier runs: unfinished ones are taken up again (a device left in its
-        // bootloader may match no discovery rule), finished ones are reported as they are.
-        for record in try log.devices(batch: batch) where !known.contains(record.address) {
-            guard let address = BluetoothAddress(record.address), plan.deviceClass(named: record.className) != nil else { continue }
-            all.append(
-                BatchTarget(
-                    peer: PeerAddress(address, type: AddressType(rawValue: record.addressType) ?? .random), name: record.name,
-                    className: record.className))
-        }
+    enum Step: Sendable {
+        case finished(Finished)
+        case heartbeat
+        case look
+        case cancelled
+    }
 
-        var summary = BatchSummary()
-        var queue: [Queued] = []
-        for target in all {
-            guard let package = packages[target.className] else { continue }
-            let address = target.address.description
-            let record = try log.enroll(
+    /// Enrolls `targets`, then updates every device of the batch that is not final (the targets plus the devices
+    /// earlier runs and other stations recorded) until none is left pending or claimed.
+    public func run(targets: [BatchTarget]) async throws(BatchLogError) -> BatchSummary {
+        let run = try await log.startRun(batch: batch, station: station, force: force, at: now(), isRunning: isRunning)
+        let classes = plan.classes.map(\.name).filter { packages[$0] != nil }
+        var seen = Set<String>()
+        for target in targets {
+            guard let package = packages[target.className], seen.insert(target.address.description).inserted else { continue }
+            let record = try await log.enroll(
                 batch: batch,
                 device: DeviceRecord.Identity(
-                    address: address, addressType: target.peer.type.rawValue, name: target.name, className: target.className,
-                    packagePath: package.path, packageSHA256: package.sha256, targetVersion: package.targetVersion),
+                    address: target.address.description, addressType: target.peer.type.rawValue, name: target.name,
+                    className: target.className, packagePath: package.path, packageSHA256: package.sha256,
+                    targetVersion: package.targetVersion),
                 at: now())
             events(.enrolled(target, status: record.status))
-            if !force, let earlier = try log.completed(address: address, packageSHA256: package.sha256, targetVersion: package.targetVersion) {
-                let status: DeviceStatus = earlier.batch == batch ? earlier.status : .skipped
-                if earlier.batch != batch || earlier.status != record.status {
-                    try log.markSkipped(
-                        batch: batch, address: address, reason: "recorded at the target version in batch \(earlier.batch)",
-                        versionAfter: earlier.versionAfter, at: now())
-                }
-                summary.statuses[address] = status
-                events(.finished(address: address, status: status, error: nil, retrying: false))
-                continue
-            }
-            queue.append(Queued(target: target, package: package, tries: 0))
         }
-        let names = BootloaderNames.unique(for: queue.map(\.target.address))
-
-        var free = plan.adapters.map(\.connections)
-        var failures = 0
-        var stopped = false
-        var logError: BatchLogError?
-        await withTaskGroup(of: Finished.self) { group in
-            var running = 0
-            while true {
-                if !stopped, shouldStop() {
-                    stopped = true
-                    summary.interrupted = true
-                }
-                while !stopped, !queue.isEmpty, let slot = free.indices.max(by: { free[$0] < free[$1] }), free[slot] > 0 {
-                    var next = queue.removeFirst()
-                    next.tries += 1
-                    free[slot] -= 1
-                    running += 1
-                    let adapter = plan.adapters[slot]
-                    let address = next.target.address.description
-                    let attemptID: Int64
-                    let attemptNumber: Int
-                    do {
-                        (attemptID, attemptNumber) = try log.beginAttempt(run: run, batch: batch, address: address, adapter: adapter.label, at: now())
-                    } catch {
-                        logError = error as? BatchLogError ?? BatchLogError(.write, "\(error)")
-                        stopped = true
-                        free[slot] += 1
-                        running -= 1
-                        break
-                    }
-                    events(.started(address: address, name: next.target.name, adapter: adapter.label, attempt: attemptNumber))
-                    let job = FlashJob(
-                        target: next.target, package: next.package, adapter: adapter, attempt: attemptNumber,
-                        bootloaderName: plan.flash.uniqueBootloaderNames ? names[next.target.address] : nil, options: plan.flash)
-                    let queued = next
-                    group.addTask { await attempt(job, queued: queued, slot: slot, attemptID: attemptID) }
-                }
-                guard running > 0, let finished = await group.next() else { break }
-                running -= 1
-                free[finished.adapterIndex] += 1
-                let address = finished.queued.target.address.description
-                let outcome = finished.outcome
-                let final: DeviceStatus?
-                var requeued = false
-                switch outcome.result {
-                case .done: final = .done
-                case .skipped: final = .skipped
-                case .interrupted, .running: final = nil
-                case .failed:
-                    let canRetry = finished.retryable && finished.queued.tries <= plan.policies.retries && !stopped
-                    final = canRetry ? nil : .failed
-                    if canRetry {
-                        queue.append(finished.queued)
-                        requeued = true
-                    }
-                }
-                do {
-                    try log.endAttempt(finished.attemptID, batch: batch, address: address, outcome: outcome, final: final, at: now())
-                } catch {
-                    logError = error as? BatchLogError ?? BatchLogError(.write, "\(error)")
-                    stopped = true
-                }
-                summary.statuses[address] = final ?? .pending
-                events(.finished(address: address, status: final ?? .pending, error: outcome.error, retrying: requeued))
-                if final == .failed {
-                    failures += 1
-                    if let limit = plan.policies.stopAfterFailures, failures >= limit, !summary.lineStopped {
-                        stopped = true
-                        summary.lineStopped = true
-                        events(.lineStopped(failures: failures))
-                    }
-                }
-            }
+        let recorded = try await log.devices(batch: batch).filter { classes.contains($0.className) }
+        for record in recorded {
+            if !seen.contains(record.address), let target = record.target { events(.enrolled(target, status: record.status)) }
+            if record.status.isFinal { events(.finished(address: record.address, status: record.status, error: nil, retrying: false)) }
         }
-        if let logError { throw logError }
-        for queued in queue { summary.statuses[queued.target.address.description] = .pending }
-        for status in summary.statuses.values {
-            switch status {
+        var loop = Loop(scheduler: self, run: run, classes: classes, names: BootloaderNames.unique(for: recorded.compactMap(\.target?.address).sorted()))
+        try await loop.run()
+        var summary = BatchSummary()
+        summary.lineStopped = loop.lineStopped
+        summary.interrupted = loop.interrupted
+        for record in try await log.devices(batch: batch) where classes.contains(record.className) {
+            summary.statuses[record.address] = record.status
+            switch record.status {
             case .done: summary.done += 1
             case .skipped: summary.skipped += 1
             case .failed: summary.failed += 1
             case .pending, .running: summary.pending += 1
             }
         }
-        try log.finishRun(run, result: summary.interrupted ? "interrupted" : summary.lineStopped ? "stopped" : (summary.failed > 0 ? "failures" : "ok"), at: now())
+        let result = summary.interrupted ? "interrupted" : summary.lineStopped ? "stopped" : (summary.failed > 0 ? "failures" : "ok")
+        try await log.finishRun(run, station: station.name, result: result, at: now())
         return summary
     }
 
     /// One attempt: probe, skip or flash, probe again for the version after.
-    func attempt(_ job: FlashJob, queued: Queued, slot: Int, attemptID: Int64) async -> Finished {
+    func attempt(_ job: FlashJob, record: DeviceRecord, slot: Int, attemptID: Int64) async -> Finished {
         let started = now()
         let address = job.target.address.description
         let events = self.events
@@ -213,7 +157,7 @@ public struct BatchScheduler: Sendable {
         var outcome = AttemptOutcome(result: .failed, versionBefore: before.applicationVersion, name: before.name ?? job.target.name)
         func finish(retryable: Bool = true) -> Finished {
             outcome.duration = max(0, now().timeIntervalSince(started))
-            return Finished(queued: queued, adapterIndex: slot, attemptID: attemptID, outcome: outcome, retryable: retryable)
+            return Finished(record: record, adapterIndex: slot, attemptID: attemptID, outcome: outcome, retryable: retryable)
         }
         if plan.policies.skipAtTargetVersion, !force, before.mode == .application,
             let target = job.package.targetVersion, let installed = before.applicationVersion, installed >= target

@@ -64,7 +64,7 @@ public struct LiveView: Sendable {
             active.removeAll { $0.address == address }
             if status.isFinal, statuses[address]?.isFinal != true { finishedThisRun += 1 }
             statuses[address] = status
-        case .lineStopped:
+        case .lineStopped, .message:
             break
         }
     }
@@ -115,6 +115,8 @@ public struct LiveView: Sendable {
             objects.append(totalsObject(at: date))
         case .lineStopped(let failures):
             objects.append(["event": "line-stopped", "failures": failures])
+        case .message(let text):
+            objects.append(["event": "message", "message": text])
         }
         return objects.compactMap(Self.encode)
     }

@@ -15,7 +15,7 @@ public enum PlanParser {
         }
         guard let root else { throw PlanError(.missingKey, line: 1, "the plan is empty") }
         let top = try Fields(root, what: "the plan")
-        try top.allow(["adapters", "classes", "devices", "discover", "policies", "flash"])
+        try top.allow(["adapters", "classes", "devices", "discover", "policies", "flash", "db", "line"])
 
         let adapters = try parseAdapters(try top.require("adapters"))
         let classes = try parseClasses(try top.require("classes"))
@@ -24,6 +24,8 @@ public enum PlanParser {
         if let node = top["discover"] { plan.discovery = try parseDiscovery(node) }
         if let node = top["policies"] { plan.policies = try parsePolicies(node) }
         if let node = top["flash"] { plan.flash = try parseFlash(node) }
+        plan.database = try top.string("db")
+        plan.lineName = try top.string("line")
 
         let known = Set(classes.map(\.name))
         for device in plan.devices where !known.contains(device.className) {

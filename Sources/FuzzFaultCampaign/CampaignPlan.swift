@@ -29,8 +29,16 @@ enum CampaignFault: String, CaseIterable, Comparable {
     case stall
     case corruptFlash = "corrupt-flash"
     case reject = "rejected-operation"
+    /// The flash queue fills before a Create Data (issue 18 point 1: SDK 15-17 refuse it with 0x05). Drawn only with
+    /// `--flash-faults` until the engine waits for the queue (another stream); without it the draws stay as they were.
+    case flashBusy = "flash-busy"
 
     static func < (a: CampaignFault, b: CampaignFault) -> Bool { a.rawValue < b.rawValue }
+
+    /// The kinds a campaign draws from.
+    static func pool(flashFaults: Bool) -> [CampaignFault] {
+        flashFaults ? allCases : allCases.filter { $0 != .flashBusy }
+    }
 
     /// Faults that only drop the link (for the bytes-resent-per-disconnect figure). Power loss is not one: it also
     /// loses queued flash writes.
@@ -62,7 +70,7 @@ struct RunPlan: CustomStringConvertible {
 
     /// `killShare`: the chance that a run which drew no kill gets one anyway (from a generator of its own, so the
     /// other draws, and the runs that get none, stay the same as without it).
-    init(index: Int, campaignSeed: UInt64, killShare: Double = 0) {
+    init(index: Int, campaignSeed: UInt64, killShare: Double = 0, flashFaults: Bool = false) {
         self.index = index
         var random = CampaignRandom(state: campaignSeed &* 0x1000_0001 &+ UInt64(index))
         seed = random.next()
@@ -71,7 +79,7 @@ struct RunPlan: CustomStringConvertible {
         saveProgress = random.chance(0.5)
         var kinds: [CampaignFault] = []
         for _ in 0..<(1 + random.below(3)) {
-            let kind = random.pick(CampaignFault.allCases)
+            let kind = random.pick(CampaignFault.pool(flashFaults: flashFaults))
             if !kinds.contains(kind) { kinds.append(kind) }
         }
         var extra = CampaignRandom(state: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x6B69_6C6C)
@@ -105,6 +113,8 @@ struct RunPlan: CustomStringConvertible {
             case .reject:
                 let step = random.pick(Self.steps.filter { $0 != "set-prn" })
                 items.append("reject-at=\(step):\(random.pick(Self.rejections))")
+            case .flashBusy:
+                items.append("flash-busy-at=\(random.pick(["before-create-data", "after-checksum"]))#\(1 + random.below(3))")
             }
         }
         if forcedKill {

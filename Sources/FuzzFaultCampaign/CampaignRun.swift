@@ -1,7 +1,11 @@
 import BLECore
+import BledfuKit
+import BledfuTestSupport
+import DFUCore
 import DFUPackage
 import DFUSimulator
 import GATT
+import PlatformIO
 import SecureDFU
 import Synchronization
 
@@ -43,45 +47,10 @@ struct RunReport {
     var processes: [UploadProcessResult] = []
 }
 
-/// A `DFUTransport` that counts Packet writes and bytes.
-final class CountingTransport: DFUTransport {
-    let base: GATTDFUTransport
-    let counters: Mutex<(packets: Int, bytes: Int)>
-
-    init(base: GATTDFUTransport, packetsBefore: Int) {
-        self.base = base
-        counters = Mutex((packetsBefore, 0))
-    }
-
-    var controlPointNotifications: AsyncStream<[UInt8]> { base.controlPointNotifications }
-    var mtu: Int { get async { await base.mtu } }
-
-    func writeControlPoint(_ bytes: [UInt8]) async throws(DFUTransportError) {
-        try await base.writeControlPoint(bytes)
-    }
-
-    func writePacket(_ bytes: [UInt8]) async throws(DFUTransportError) {
-        counters.withLock { counters in
-            counters.packets += 1
-            counters.bytes += bytes.count
-        }
-        try await base.writePacket(bytes)
-    }
-
-    func writePackets(_ packets: [ArraySlice<UInt8>]) async throws(DFUTransportError) {
-        counters.withLock { counters in
-            counters.packets += packets.count
-            counters.bytes += packets.reduce(0) { $0 + $1.count }
-        }
-        try await base.writePackets(packets)
-    }
-
-    var peerFault: DFUTransportError? { get async { await base.peerFault } }
-}
-
 /// One upload of the campaign in this process (runs without a kill; ``ProcessKillRun`` does those): a fresh virtual
-/// device with the run's faults, attempts until the image is verified or `maxAttempts` is reached, each attempt a
-/// new connection and a new driver that resumes from the journal.
+/// device with the run's faults, attempts until the image is verified or `maxAttempts` is reached, each attempt one
+/// run of the library's ``Updater`` (the code `bledfu flash` runs) without reconnects of its own, resuming from the
+/// journal the attempts share.
 struct CampaignRun {
     let plan: RunPlan
     let maxAttempts: Int
@@ -96,8 +65,10 @@ struct CampaignRun {
             DeviceProfile(
                 name: "Campaign", address: $0, saveProgress: plan.saveProgress, requireSignedApp: false,
                 installed: InstalledImages(application: nil, bootloader: InstalledImage(version: 1), softdevice: nil),
-                link: LinkParameters(receiveBuffers: 64),
-                flash: FlashParameters(queueDepth: 64, bankSize: 200_704), speedup: .infinity)
+                link: LinkParameters(maxMTU: Int(plan.mtu), receiveBuffers: 64),
+                flash: FlashParameters(queueDepth: 64, bankSize: 200_704),
+                // A full flash queue needs flash time to be full for: real times, 100 times faster.
+                speedup: plan.kinds.contains(.flashBusy) ? 100 : .infinity)
         }
     }
 
@@ -119,17 +90,20 @@ struct CampaignRun {
             plan: plan, verdict: .violation, attempts: 0, interruptions: 0, bytesWritten: 0, bytesResent: 0,
             faultsFired: [], errors: [], note: "")
         guard let profile = profile() else { return report }
-        let part = part()
+        // The part as the package carries it (the builder pads the image to whole words, as nrfutil does).
+        guard let package = package(part()), let packaged = try? FirmwarePackage(bytes: package.bytes).parts.first else {
+            report.note = "cannot build the run's package"
+            return report
+        }
+        let part = DFUPart(packaged)
         let expected = DFUSimulatorDigest.sha256Hex(part.image)
         let device = VirtualDevice(profile: profile, faults: plan.faults, clock: ContinuousClock())
-        let store = InMemoryJournalStore()
-        let journal = DFUJournal(deviceAddress: "C0:11:22:33:44:FF", packageSHA256: expected)
+        let store = InMemoryUpdateJournalStore()
         var packets = 0
         var succeeded = false
         while report.attempts < maxAttempts, !succeeded {
             report.attempts += 1
-            let attempt = await attempt(
-                device: device, part: part, store: store, journal: journal, packetsBefore: packets)
+            let attempt = await attempt(device: device, package: package, store: store, packetsBefore: packets)
             packets = attempt.packets
             report.bytesWritten += attempt.bytes
             switch attempt.result {
@@ -175,7 +149,7 @@ struct CampaignRun {
             // Resumable: the device as it was left (flash, settings), without faults, takes the next attempt.
             let restored = VirtualDevice(
                 profile: profile, clock: ContinuousClock(), restoring: await device.persistentState())
-            let next = await attempt(device: restored, part: part, store: store, journal: journal, packetsBefore: 0)
+            let next = await attempt(device: restored, package: package, store: store, packetsBefore: 0)
             let after = await restored.state().installed.application?.sha256
             if after == expected {
                 report.verdict = .clearErrorResumable
@@ -197,42 +171,42 @@ struct CampaignRun {
         var bytes: Int
     }
 
-    /// One connection: MTU exchange, discovery, one driver run from the stored journal.
-    func attempt(
-        device: VirtualDevice, part: DFUPart, store: InMemoryJournalStore, journal: DFUJournal, packetsBefore: Int
-    ) async -> Attempt {
-        let (clientEnd, deviceEnd) = InMemoryBearer.makePair(capacity: 64, observer: observer)
-        let serving = Task { await device.serve(deviceEnd) }
-        let att = ATTClient(bearer: clientEnd, transactionTimeout: .seconds(5))
-        defer { serving.cancel() }
-        let gatt = GATTClient(att: att)
-        let base: GATTDFUTransport
-        do {
-            _ = try await att.exchangeMTU(plan.mtu)
-            base = try await GATTDFUTransport.open(client: gatt)
-        } catch {
-            await att.close()
-            await serving.value
-            return Attempt(result: .failure("connect: \(error)"), packets: packetsBefore, bytes: 0)
-        }
-        let transport = CountingTransport(base: base, packetsBefore: packetsBefore)
-        let configuration = SecureDFUConfiguration(
-            pacing: (try? PacingPolicies.parse(plan.pacing)) ?? AdaptivePacing(), maxAttempts: 3,
-            checkpointTimeout: checkpointTimeout)
-        let driver = SecureDFUDriver(
-            transport: transport, clock: ContinuousClock(), configuration: configuration, journalStore: store)
-        let stored = try? await store.load(deviceAddress: journal.deviceAddress, packageSHA256: journal.packageSHA256)
+    /// The run's image as an unsigned application package (as `bledfu package create` makes it).
+    func package(_ part: DFUPart) -> PackageSource? {
+        var builder = PackageBuilder()
+        builder.application = PackageBuilder.Image(stem: "app", bytes: part.image)
+        builder.applicationVersion = 2
+        builder.hwVersion = 52
+        builder.sdReq = [0xB7]
+        guard let bytes = try? builder.archive() else { return nil }
+        return PackageSource(fileName: "app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+    }
+
+    /// One attempt: one run of the updater (one connection, or a second one to look at the device after an
+    /// unacknowledged last Execute), resuming from the stored journal.
+    func attempt(device: VirtualDevice, package: PackageSource, store: InMemoryUpdateJournalStore, packetsBefore: Int)
+        async -> Attempt
+    {
+        let counter = PacketCounter(forwardingTo: observer)
+        let adapter = VirtualDeviceAdapter(devices: [device], link: .inMemory)
+        let updater = Updater(
+            adapter: adapter, journal: store,
+            wrapBearer: { bearer in CapturingBearer(wrapping: bearer, observers: [counter]) })
+        let options = UpdateOptions(pacing: plan.pacing, responseTimeout: checkpointTimeout, rebootDelay: .zero)
+        let request = UpdateRequest(
+            package: package, target: .address(PeerAddress(Self.address ?? device.profile.address, type: .random)),
+            options: options, reconnect: ReconnectPolicy(attempts: 0), scanTimeout: .seconds(5),
+            connectTimeout: .seconds(5))
         let result: AttemptResult
         do {
-            try await driver.run(part: part, journal: stored ?? journal)
+            _ = try await updater.update(request)
             result = .success
         } catch {
             result = .failure("\(error)")
         }
         // The attempt ends: the link goes down.
-        await att.close()
-        await serving.value
-        let counted = transport.counters.withLock { $0 }
-        return Attempt(result: result, packets: counted.packets, bytes: counted.bytes)
+        await adapter.idle()
+        let counted = counter.counts
+        return Attempt(result: result, packets: packetsBefore + counted.packets, bytes: counted.initBytes + counted.dataBytes)
     }
 }

@@ -201,7 +201,7 @@ struct EngineScript {
         for action in device.handle(event, at: now) {
             switch action {
             case .notify(let bytes): pending.append(bytes)
-            case .attError, .disconnect, .reboot: return false
+            case .attError, .disconnect, .reboot, .resetAfterFlash: return false
             case .flash, .wait, .fault: break
             }
         }

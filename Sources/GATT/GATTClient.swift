@@ -191,13 +191,39 @@ public struct GATTClient: Sendable {
     }
 
     /// Write Characteristic Value (§4.9.3): Write Request, awaiting the Write Response. The value must fit one PDU
-    /// (ATT_MTU - 3 octets).
+    /// (ATT_MTU - 3 octets). A write refused for link security (Insufficient Authentication, Encryption or Key Size,
+    /// Core v5.4 Vol 3 Part C §10.3.1) raises the link's security to encrypted and is sent once more, as a host's
+    /// GATT client does; where the link cannot be raised the error says so.
     public func write(handle: UInt16, value: [UInt8]) async throws(ATTClientError) {
         try await checkLength(value)
+        do {
+            try await writeRequest(handle: handle, value: value)
+        } catch where error.attError.map { LinkSecurityErrors.codes.contains($0.rawValue) } == true {
+            try await raiseSecurity(after: error)
+            try await writeRequest(handle: handle, value: value)
+        }
+    }
+
+    private func writeRequest(handle: UInt16, value: [UInt8]) async throws(ATTClientError) {
         let response = try await att.request(.writeRequest(handle: handle, value: value))
         guard case .writeResponse = response else {
             throw ATTClientError(.protocolViolation, "wrong answer to Write Request: \(response)")
         }
+    }
+
+    /// Raises the link to at least `.medium` after `refusal`; throws `refusal`, explained, when that fails.
+    private func raiseSecurity(after refusal: ATTClientError) async throws(ATTClientError) {
+        let current = await att.bearer.securityLevel()
+        let wanted = max(LinkSecurityLevel.medium, LinkSecurityLevel(rawValue: current.rawValue + 1))
+        var explained = refusal
+        do {
+            let reached = try await att.bearer.raiseSecurity(to: wanted)
+            if reached >= wanted { return }
+            explained.reason += "; the device requires link security and the link stayed at \(reached)"
+        } catch {
+            explained.reason += "; the device requires link security and it could not be raised: \(error)"
+        }
+        throw explained
     }
 
     /// Write Without Response (§4.9.1): a Write Command; returns once the bearer took it.

@@ -1,15 +1,19 @@
 import ATT
 import BLECore
 
-/// Access rules of a server attribute. Encryption is recorded (for the application and for traces) but this
-/// server does not enforce it: the virtual radio has no link security.
+/// Access rules of a server attribute. The server enforces them against the link's security level
+/// (`ATTBearer.securityLevel()`).
 public struct GATTPermissions: OptionSet, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public static let read = GATTPermissions(rawValue: 0x01)
     public static let write = GATTPermissions(rawValue: 0x02)
-    /// The attribute requires an encrypted link (recorded, not enforced).
+    /// Writes need an encrypted link (LE Security Mode 1 level 2; the nRF5 SDK's `sm = 1, lv = 2`, `SEC_JUST_WORKS`);
+    /// reads follow `.read`. A Write Request below that level gets Insufficient Authentication, as the SoftDevice
+    /// answers on an unencrypted link; a Write Command is dropped.
     public static let encryptionRequired = GATTPermissions(rawValue: 0x04)
+    /// On a characteristic definition: writes to its CCCD need an encrypted link too.
+    public static let encryptedConfiguration = GATTPermissions(rawValue: 0x08)
 
     /// Read if the properties allow a read, write if they allow either kind of write.
     public init(properties: GATTProperties) {
@@ -132,7 +136,10 @@ public struct GATTDatabase: Sendable {
                     attributes.append(
                         GATTAttribute(
                             handle: nextHandle(), type: GATTAttributeType.clientCharacteristicConfiguration,
-                            value: [0, 0], permissions: [.read, .write], role: .clientConfiguration(valueHandle: valueHandle),
+                            value: [0, 0],
+                            permissions: characteristic.permissions.contains(.encryptedConfiguration)
+                                ? [.read, .write, .encryptionRequired] : [.read, .write],
+                            role: .clientConfiguration(valueHandle: valueHandle),
                             serviceUUID: service.uuid, characteristicUUID: characteristic.uuid))
                 }
                 for descriptor in characteristic.descriptors {

@@ -31,6 +31,7 @@ extension GATTServer {
             // A failed send has already ended the link (`send` records why); nothing more to do for this PDU.
             try? await send(response)
         }
+        await delegate?.afterResponding(to: pdu, server: self)
     }
 
     /// The response to one PDU, or nil when none is due (commands, confirmations).
@@ -199,6 +200,10 @@ extension GATTServer {
     private func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool) async -> ATTErrorCode? {
         guard var attribute = database[handle] else { return .invalidHandle }
         guard attribute.permissions.contains(.write) else { return .writeNotPermitted }
+        // Core v5.4 Vol 3 Part C §10.3.1: a write that needs an encrypted link, on one that is not, is refused.
+        if attribute.permissions.contains(.encryptionRequired), await !bearer.securityLevel().isEncrypted {
+            return .insufficientAuthentication
+        }
         guard value.count <= Self.maximumValueLength else { return .invalidAttributeValueLength }
         attribute.value = values[Int(handle) - 1]
         switch attribute.role {

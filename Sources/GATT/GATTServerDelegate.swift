@@ -60,6 +60,13 @@ public protocol GATTServerDelegate: AnyObject, Sendable {
     func clientConfigurationChanged(valueHandle: UInt16, configuration: GATTClientConfiguration, server: GATTServer)
         async
 
+    /// Called once the server has answered `pdu` (sent its Write Response, Error Response, ...; right after handling
+    /// for a PDU without a response), before it reads the next PDU. This is where an application does what a
+    /// peripheral does after the stack acknowledged a write: the nRF5 SDK answers a Control Point write in its
+    /// authorize handler and only then schedules the request, so the notification follows the Write Response
+    /// (`nrf_dfu_ble.c on_rw_authorize_req`, `nrf_dfu_req_handler_on_req`). Default: returns at once.
+    func afterResponding(to pdu: ATTPDU, server: GATTServer) async
+
     /// The link ended (peer disconnect, server close or timeout).
     func disconnected(_ reason: GATTServerError, server: GATTServer) async
 }
@@ -76,4 +83,5 @@ extension GATTServerDelegate {
         valueHandle: UInt16, configuration: GATTClientConfiguration, server: GATTServer
     ) async {}
     public func disconnected(_ reason: GATTServerError, server: GATTServer) async {}
+    public func afterResponding(to pdu: ATTPDU, server: GATTServer) async {}
 }

@@ -7,30 +7,61 @@ import Synchronization
 /// PDUs, and `send` suspends while the peer's queue is full (back-pressure, as a socket's send buffer does).
 /// `close()` on one end makes the peer's `receive()` throw `.disconnected` once it has drained what was already sent,
 /// and this end's pending and later calls throw `.closed`.
+///
+/// The pair shares one link security level: it starts `.low`, and either end raises it at once up to the pair's
+/// `maximumSecurity` (as a stored bond would; nil: the link has no security levels and a raise throws).
 public final class InMemoryBearer: ATTBearer {
     public let linkInfo: LinkInfo
     private let inbox: Channel
     private let outbox: Channel
     private let observer: (any PDUObserver)?
+    private let security: SecurityState
 
     /// Two connected ends. `observer`, when given, sees every PDU from the first end's point of view
     /// (`sent: true` for PDUs the first end sent).
     public static func makePair(
-        capacity: Int = 16, maximumPDUSize: Int? = nil, observer: (any PDUObserver)? = nil
+        capacity: Int = 16, maximumPDUSize: Int? = nil, observer: (any PDUObserver)? = nil,
+        maximumSecurity: LinkSecurityLevel? = .medium
     ) -> (InMemoryBearer, InMemoryBearer) {
         let aToB = Channel(capacity: max(1, capacity))
         let bToA = Channel(capacity: max(1, capacity))
         let info = LinkInfo(maximumPDUSize: maximumPDUSize)
-        let a = InMemoryBearer(inbox: bToA, outbox: aToB, linkInfo: info, observer: observer.map { Observer(base: $0, flip: false) })
-        let b = InMemoryBearer(inbox: aToB, outbox: bToA, linkInfo: info, observer: observer.map { Observer(base: $0, flip: true) })
+        let security = SecurityState(maximum: maximumSecurity)
+        let a = InMemoryBearer(
+            inbox: bToA, outbox: aToB, linkInfo: info, observer: observer.map { Observer(base: $0, flip: false) },
+            security: security)
+        let b = InMemoryBearer(
+            inbox: aToB, outbox: bToA, linkInfo: info, observer: observer.map { Observer(base: $0, flip: true) },
+            security: security)
         return (a, b)
     }
 
-    private init(inbox: Channel, outbox: Channel, linkInfo: LinkInfo, observer: (any PDUObserver)?) {
+    private init(
+        inbox: Channel, outbox: Channel, linkInfo: LinkInfo, observer: (any PDUObserver)?, security: SecurityState
+    ) {
         self.inbox = inbox
         self.outbox = outbox
         self.linkInfo = linkInfo
         self.observer = observer
+        self.security = security
+    }
+
+    public func securityLevel() async -> LinkSecurityLevel { security.level.withLock { $0 } }
+
+    public func raiseSecurity(to level: LinkSecurityLevel) async throws(BearerError) -> LinkSecurityLevel {
+        guard let maximum = security.maximum else {
+            throw BearerError(.unsupported, "this in-memory link has no security levels")
+        }
+        return security.level.withLock { current in
+            current = max(current, min(level, maximum))
+            return current
+        }
+    }
+
+    private final class SecurityState: Sendable {
+        let maximum: LinkSecurityLevel?
+        let level = Mutex(LinkSecurityLevel.low)
+        init(maximum: LinkSecurityLevel?) { self.maximum = maximum }
     }
 
     public func send(_ pdu: [UInt8]) async throws(BearerError) {

@@ -176,4 +176,10 @@ public final class CapturingBearer: ATTBearer {
     public func close() async {
         await base.close()
     }
+
+    public func securityLevel() async -> LinkSecurityLevel { await base.securityLevel() }
+
+    public func raiseSecurity(to level: LinkSecurityLevel) async throws(BearerError) -> LinkSecurityLevel {
+        try await base.raiseSecurity(to: level)
+    }
 }

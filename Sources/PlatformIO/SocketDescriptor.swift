@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import CBlueZShim
 import SystemPackage
 
 /// A socket file descriptor in non-blocking mode, with typed operations. A value type: closing is explicit.
@@ -79,6 +80,15 @@ public struct SocketDescriptor: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// SO_ERROR: the pending error of a non-blocking connect, nil when it succeeded.
+    /// The process at the other end of a connected Unix socket (SO_PEERCRED, socket(7)): the process that called
+    /// `connect`, as the kernel recorded it then.
+    public func peerProcessID() throws(Errno) -> Int32 {
+        var credentials = bledfu_ucred()
+        var length = socklen_t(MemoryLayout<bledfu_ucred>.size)
+        _ = try valueOrErrno { system_getsockopt(rawValue, CInt(SOL_SOCKET), CInt(BLEDFU_SO_PEERCRED), &credentials, &length) }.get()
+        return credentials.pid
+    }
+
     public func pendingError() throws(Errno) -> Errno? {
         let value = try getOption(level: SOL_SOCKET, name: SO_ERROR)
         return value == 0 ? nil : Errno(rawValue: value)

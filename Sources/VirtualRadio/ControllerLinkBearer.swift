@@ -20,6 +20,10 @@ public final class ControllerLinkBearer: ATTBearer {
     public func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]] {
         try await base.receive(upTo: maximumCount)
     }
+    public func securityLevel() async -> LinkSecurityLevel { await base.securityLevel() }
+    public func raiseSecurity(to level: LinkSecurityLevel) async throws(BearerError) -> LinkSecurityLevel {
+        try await base.raiseSecurity(to: level)
+    }
 
     public func close() async {
         await base.close()

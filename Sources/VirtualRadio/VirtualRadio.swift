@@ -161,7 +161,10 @@ public struct VirtualRadio: BLEAdapter {
         await controller.established(token)
         logger.debug("connected", metadata: ["peer": "\(peer)", "adapter": "\(adapterName)"])
         let link = LinkInfo(peer: peer, connectionHandle: nil, maximumPDUSize: VirtualRadio.maximumPDUSize)
-        let bearer = SocketBearer(descriptor: fd, linkInfo: link, logger: logger)
+        // The link starts unencrypted; the central may raise it (docs/virtual-radio.md §4.1).
+        let bearer = VirtualSecureLink(
+            SocketBearer(descriptor: fd, linkInfo: link, logger: logger),
+            role: .central(timeout: VirtualSecureLink.defaultTimeout))
         return ControllerLinkBearer(bearer) { await controller.release(token) }
     }
 

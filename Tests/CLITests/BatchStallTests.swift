@@ -8,7 +8,7 @@ import Testing
 @testable import BledfuCLI
 
 /// A device's `bledfu flash` child that stops answering (hung, or stopped with SIGSTOP) is killed after the plan's
-/// `flash.stall_timeout` and the attempt fails with exit code 56 (retryable): the line never waits forever on a child.
+/// `flash.stall_timeout` and the attempt fails with exit code 59 (retryable): the line never waits forever on a child.
 /// The children are shell scripts standing in for `bledfu` that print one event and then go silent.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct BatchStallTests {
     static func job(stallTimeout: Double) throws -> FlashJob {
@@ -53,16 +53,16 @@ import Testing
         let (outcome, stages, log) = try await run(then: "exec sleep 600")
         #expect(stages == ["connecting"])
         #expect(!outcome.success)
-        #expect(outcome.exitCode == 56)
+        #expect(outcome.exitCode == 59)
         #expect(outcome.retryable)
-        #expect(outcome.error == "bledfu flash stopped answering (no event for 1 s) and was killed [exit 56]")
+        #expect(outcome.error == "bledfu flash stopped answering (no event for 1 s) and was killed [exit 59]")
         #expect(log.contains("--- killed: no event for 1 s"), "\(log)")
     }
 
     @Test func aStoppedChildIsKilledToo() async throws {
         // SIGSTOP: SIGTERM would wait for a SIGCONT; the watchdog's SIGKILL does not.
         let (outcome, _, _) = try await run(then: "kill -STOP $$")
-        #expect(outcome.exitCode == 56)
+        #expect(outcome.exitCode == 59)
     }
 
     /// The watchdog on a manual clock: each sign of life moves the deadline; silence for the whole limit fires it.

@@ -1,4 +1,5 @@
 import Foundation
+import PlatformIO
 import Testing
 
 /// Runs the built `bledfu` binary (built next to the test bundle) and captures its output.
@@ -23,10 +24,15 @@ struct CLIRunner {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
+    /// `out/` at the repository's root (ignored by git): screenshots and other artefacts a test keeps.
+    static var outputDirectory: URL { repositoryRoot.appendingPathComponent("out") }
+
     @discardableResult
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60) throws -> Result {
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
+    ) throws -> Result {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable ?? binary
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
@@ -43,12 +49,12 @@ struct CLIRunner {
         nonisolated(unsafe) var errData = Data()
         group.enter()
         DispatchQueue.global().async {
-            outData = out.fileHandleForReading.readDataToEndOfFile()
+            outData = Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? [])
             group.leave()
         }
         group.enter()
         DispatchQueue.global().async {
-            errData = err.fileHandleForReading.readDataToEndOfFile()
+            errData = Data((try? BlockingRead.toEnd(fd: err.fileHandleForReading.fileDescriptor)) ?? [])
             group.leave()
         }
         while process.isRunning && Date() < deadline { usleep(10_000) }

@@ -1,4 +1,6 @@
 import BLECore
+import BledfuTestSupport
+import DFUCore
 import DFUPackage
 import DFUProtocol
 import DFUSimulator
@@ -84,13 +86,13 @@ import VirtualRadio
     func silentDropsNeverInstallAWrongImage(rate: Double) async throws {
         let package = try Campaign.package("Firmware/samples/bracelet-app-v2.zip")
         let expected = DFUSimulatorDigest.sha256Hex(package.parts[0].image)
-        let parts = Campaign.parts(package)
+        let source = try Campaign.source("Firmware/samples/bracelet-app-v2.zip")
         let before = try Campaign.profile("bracelet").installed.application?.sha256
         let outcomes = try await Campaign.concurrently(8) { index in
             let device = VirtualDevice(
                 profile: try Campaign.profile("bracelet"),
                 faults: try FaultPlan(parsing: "seed=\(index + 1),drop-rate=\(rate)"), clock: ContinuousClock())
-            return try await Campaign.flash(parts, on: device)
+            return try await Campaign.flash(source, on: device)
         }
         var installed = 0
         for (seed, outcome) in zip(1..., outcomes) {
@@ -100,7 +102,7 @@ import VirtualRadio
                 installed += 1
             } else {
                 #expect(now == before, "seed \(seed): a failed update changed the image: \(outcome)")
-                #expect(outcome.failure?.reason.isEmpty == false)
+                #expect(outcome.failure?.message.isEmpty == false)
             }
         }
         let drops = outcomes.map { $0.state?.faults.filter { $0.kind == "drop" }.count ?? 0 }.reduce(0, +)
@@ -163,7 +165,7 @@ import VirtualRadio
         let device = VirtualDevice(
             profile: try Campaign.profile(spec.profile, saveProgress: spec.saveProgress),
             faults: try FaultPlan(parsing: faults), clock: ContinuousClock())
-        return try await Campaign.flash(Campaign.parts(package), on: device)
+        return try await Campaign.flash(try Campaign.source("Firmware/samples/\(spec.package)"), on: device)
     }
 
     /// The image is on the device; on a device that keeps its progress, every disconnect cost at most one object

@@ -1,64 +1,24 @@
 import ATT
 import BLECore
+import BledfuKit
+import BledfuTestSupport
+import DFUCore
 import DFUPackage
 import DFUProtocol
 import DFUSimulator
 import Foundation
 import GATT
+import PlatformIO
 import SecureDFU
 import Synchronization
 import Testing
 import VirtualRadio
 
-/// What crossed a ``CountingTransport``: Packet bytes by object type, and the Control Point conversation.
-struct TransportCounts: Sendable {
-    var initBytes = 0
-    var dataBytes = 0
-    /// The object type of the last Select or Create (0x01 command, 0x02 data).
-    var currentType: UInt8 = 0
-}
-
-/// A ``DFUTransport`` that counts the bytes it carries (for the resend bound) before handing them on.
-final class CountingTransport: DFUTransport, Sendable {
-    let inner: any DFUTransport
-    let counts: Mutex<TransportCounts>
-
-    init(_ inner: any DFUTransport, counts: TransportCounts) {
-        self.inner = inner
-        self.counts = Mutex(counts)
-    }
-
-    func writeControlPoint(_ bytes: [UInt8]) async throws(DFUTransportError) {
-        // Select (06) and Create (01) name the object type in byte 1.
-        if bytes.count >= 2, bytes[0] == 0x06 || bytes[0] == 0x01 { counts.withLock { $0.currentType = bytes[1] } }
-        try await inner.writeControlPoint(bytes)
-    }
-
-    func writePacket(_ bytes: [UInt8]) async throws(DFUTransportError) {
-        counts.withLock { count in
-            if count.currentType == 0x02 { count.dataBytes += bytes.count } else { count.initBytes += bytes.count }
-        }
-        try await inner.writePacket(bytes)
-    }
-
-    func writePackets(_ packets: [ArraySlice<UInt8>]) async throws(DFUTransportError) {
-        let bytes = packets.reduce(0) { $0 + $1.count }
-        counts.withLock { count in
-            if count.currentType == 0x02 { count.dataBytes += bytes } else { count.initBytes += bytes }
-        }
-        try await inner.writePackets(packets)
-    }
-
-    var controlPointNotifications: AsyncStream<[UInt8]> { inner.controlPointNotifications }
-    var mtu: Int { get async { await inner.mtu } }
-    var peerFault: DFUTransportError? { get async { await inner.peerFault } }
-}
-
-/// The result of one in-process update: engine outcome, link losses, bytes, the device afterwards.
+/// The result of one in-process update: the updater's outcome, link losses, bytes, the device afterwards.
 struct CampaignOutcome: Sendable, CustomStringConvertible {
-    var failure: DFUEngineError?
+    var failure: DFUError?
     var disconnects = 0
-    var counts = TransportCounts()
+    var counts = PacketCounter.Counts()
     var skippedParts: [String] = []
     var state: DeviceState?
 
@@ -69,10 +29,10 @@ struct CampaignOutcome: Sendable, CustomStringConvertible {
     }
 }
 
-/// `bledfu flash` in-process: a ``VirtualDevice`` served over real `socketpair(AF_UNIX, SOCK_SEQPACKET)` links, the
-/// engine (``SecureDFUDriver`` over ``GATTDFUTransport``) on the other end, a reconnect after every lost link
-/// (journal-based resume, as the CLI does), the buttonless jump when the device comes up in application mode, and a
-/// skip of a system part refused as already present. Deterministic for a fault plan; no wall-clock assertions.
+/// `bledfu flash` in-process: the library's ``Updater`` (the code `bledfu flash` runs) against a ``VirtualDevice``
+/// served over real `socketpair(AF_UNIX, SOCK_SEQPACKET)` links (``VirtualDeviceAdapter``): the buttonless jump
+/// when the device comes up in application mode, a reconnect after every lost link with the journal-based resume,
+/// a system part refused as already present skipped. Deterministic for a fault plan; no wall-clock assertions.
 enum Campaign {
     static let reference: [String: DeviceProfile] = {
         var profiles: [String: DeviceProfile] = [:]
@@ -97,90 +57,48 @@ enum Campaign {
         try FirmwarePackage(contentsOf: CLIRunner.repositoryRoot.appendingPathComponent(path))
     }
 
-    /// Parts in sending order (system first), as `bledfu flash` sends them.
-    static func parts(_ package: FirmwarePackage) -> [DFUPart] {
-        (package.parts.filter { $0.kind != .application } + package.parts.filter { $0.kind == .application })
-            .map(DFUPart.init)
+    /// A package file as the updater reads it.
+    static func source(_ path: String) throws -> PackageSource {
+        let url = CLIRunner.repositoryRoot.appendingPathComponent(path)
+        return PackageSource(fileName: url.lastPathComponent, bytes: Array(try Data(contentsOf: url)), sha256: "campaign")
     }
 
-    /// Runs the whole package against `device`. `maxEpisodes` bounds the reconnects (a run that needs more fails).
+    /// Some parts of a package, as a package of their own (original `.bin` and `.dat` bytes).
+    static func source(_ package: FirmwarePackage, keeping parts: [PackagePart], name: String) throws -> PackageSource {
+        let bytes = try package.archive(keeping: Set(parts.map(\.kind)))
+        return PackageSource(fileName: name, bytes: bytes, sha256: "campaign")
+    }
+
+    /// Runs the whole package against `device` with the shipped updater: the device's application address as the
+    /// target (the updater finds a bootloader at address + 1 by itself), a reconnect policy without backoff (the
+    /// episodes without progress are bounded as in `bledfu flash`), no reboot delay (the model resets at once).
     static func flash(
-        _ parts: [DFUPart], on device: VirtualDevice, pacing: String = "adaptive", maxAttempts: Int = 3,
-        timeout: Duration = .seconds(5), maxEpisodes: Int = 40
+        _ package: PackageSource, on device: VirtualDevice, pacing: String = "adaptive", timeout: Duration = .seconds(5),
+        reconnectAttempts: Int = 5
     ) async throws -> CampaignOutcome {
         var outcome = CampaignOutcome()
-        let store = InMemoryJournalStore()
-        var journal = DFUJournal(deviceAddress: device.profile.address.description, packageSHA256: "campaign")
-        var partIndex = 0
-        var episodes = 0
-        var unconfirmed = false
-        while partIndex < parts.count {
-            let (client, server) = try SeqPacketBearer.makePair()
-            let serving = Task { await device.serve(server) }
-            let att = ATTClient(bearer: client)
-            let gatt = GATTClient(att: att)
-            defer { serving.cancel() }
-            do {
-                _ = try await att.exchangeMTU()
-                if await device.mode == .application {
-                    if unconfirmed {
-                        // The last Execute went unacknowledged and the device runs its application: it took effect.
-                        unconfirmed = false
-                        partIndex += 1
-                        journal = DFUJournal(
-                            deviceAddress: journal.deviceAddress, packageSHA256: journal.packageSHA256, partIndex: partIndex)
-                        await att.close()
-                        await serving.value
-                        continue
-                    }
-                    try await jump(gatt, att: att)
-                    await serving.value
-                    continue
-                }
-                if unconfirmed {
-                    // Still in the bootloader: the last Execute never arrived; that was a lost link after all.
-                    outcome.disconnects += 1
-                    unconfirmed = false
-                }
-                let inner = try await GATTDFUTransport.open(client: gatt)
-                let transport = CountingTransport(inner, counts: outcome.counts)
-                let configuration = SecureDFUConfiguration(
-                    pacing: try PacingPolicies.parse(pacing), maxAttempts: maxAttempts, checkpointTimeout: timeout)
-                let driver = SecureDFUDriver(
-                    transport: transport, clock: ContinuousClock(), configuration: configuration, journalStore: store)
-                defer { outcome.counts = transport.counts.withLock { $0 } }
-                do {
-                    _ = try await driver.run(
-                        part: parts[partIndex], partIndex: partIndex, partCount: parts.count, journal: journal)
-                    partIndex += 1
-                    journal = DFUJournal(
-                        deviceAddress: journal.deviceAddress, packageSHA256: journal.packageSHA256, partIndex: partIndex)
-                } catch let error where error.code == .executeUnconfirmed {
-                    unconfirmed = true
-                } catch let error where [.disconnected, .timeout, .transport].contains(error.code) {
-                    outcome.disconnects += 1
-                    journal = try await store.load(deviceAddress: journal.deviceAddress, packageSHA256: "campaign") ?? journal
-                } catch let error where partIndex < parts.count - 1 && alreadyPresent(error) {
-                    outcome.skippedParts.append(parts[partIndex].name)
-                    partIndex += 1
-                    journal = DFUJournal(
-                        deviceAddress: journal.deviceAddress, packageSHA256: journal.packageSHA256, partIndex: partIndex)
-                } catch {
-                    outcome.failure = error
-                }
-            } catch {
-                // The link went before the engine ran (MTU exchange, discovery, the jump).
-                outcome.disconnects += 1
-            }
-            await att.close()
-            await serving.value
-            if outcome.failure != nil { break }
-            episodes += 1
-            if episodes > maxEpisodes + parts.count * 2 {
-                outcome.failure = DFUEngineError(.gaveUp, "campaign: more than \(maxEpisodes) connections")
-                break
-            }
+        let counter = PacketCounter()
+        let adapter = VirtualDeviceAdapter(devices: [device])
+        let updater = Updater(
+            adapter: adapter, journal: InMemoryUpdateJournalStore(),
+            wrapBearer: { bearer in CapturingBearer(wrapping: bearer, observers: [counter]) })
+        let request = UpdateRequest(
+            package: package, target: .address(PeerAddress(device.profile.address, type: .random)),
+            options: UpdateOptions(pacing: pacing, responseTimeout: timeout, rebootDelay: .zero),
+            reconnect: ReconnectPolicy(attempts: reconnectAttempts, initialDelay: .zero, maximumDelay: .zero),
+            scanTimeout: .seconds(5), connectTimeout: .seconds(5))
+        let run = updater.start(request)
+        for await event in run {
+            if case .partSkipped(_, let name, _) = event { outcome.skippedParts.append(name) }
         }
+        do {
+            _ = try await run.result()
+        } catch {
+            outcome.failure = error
+        }
+        await adapter.idle()
+        outcome.disconnects = run.statistics.linkLosses
+        outcome.counts = counter.counts
         outcome.state = await device.state()
         return outcome
     }
@@ -207,25 +125,6 @@ enum Campaign {
             }
             return results.compactMap { $0 }
         }
-    }
-
-    static func alreadyPresent(_ error: DFUEngineError) -> Bool {
-        guard error.code == .remote, case .extended(let ext)? = error.status else { return false }
-        return ext == .firmwareAlreadyPresent || ext == .firmwareVersionFailure
-    }
-
-    /// The buttonless jump, as the CLI does it (8EC90003/4: indications on, `01`, the device drops the link).
-    static func jump(_ gatt: GATTClient, att: ATTClient) async throws {
-        let service = try #require(try await gatt.discoverPrimaryServices(uuid: SecureDFUUUID.service).first)
-        let characteristics = try await gatt.discoverCharacteristics(of: service)
-        var buttonless = try #require(
-            characteristics.first {
-                $0.uuid == SecureDFUUUID.buttonlessWithoutBonds || $0.uuid == SecureDFUUUID.buttonlessWithBonds
-            })
-        buttonless.descriptors = try await gatt.discoverDescriptors(of: buttonless)
-        try await gatt.setIndications(true, of: buttonless)
-        try? await gatt.write(handle: buttonless.valueHandle, value: ButtonlessRequest.enterBootloader.encoded)
-        _ = await att.disconnected()
     }
 
     /// What the device must hold after `part` is installed: (installed slot, SHA-256) pairs.
@@ -264,7 +163,7 @@ enum Campaign {
     @Test func cleanUpdateSendsEveryByteOnce() async throws {
         let package = try Campaign.package("Firmware/samples/bracelet-app-v2.zip")
         let device = VirtualDevice(profile: try Campaign.profile("bracelet"), clock: ContinuousClock())
-        let outcome = try await Campaign.flash(Campaign.parts(package), on: device)
+        let outcome = try await Campaign.flash(try Campaign.source("Firmware/samples/bracelet-app-v2.zip"), on: device)
         #expect(outcome.succeeded, "\(outcome)")
         let holds = Campaign.holds(package, outcome)
         #expect(holds, "\(outcome)")

@@ -1,4 +1,7 @@
+import DFUCore
+import BledfuKit
 import Foundation
+import PlatformIO
 import SecureDFU
 import Testing
 
@@ -56,7 +59,7 @@ import Testing
             let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state)
             var executed = 0
             for _ in 0..<4000 where executed < objects && flash.isRunning {
-                executed = JournalFileStore.all(in: state).first?.file.journal.executed.count ?? 0
+                executed = (try? JournalFileStore.all(in: state).first?.file.journal.resume?.decode(SecureResume.self).executed.count) ?? 0
                 usleep(2_000)
             }
             usleep(extraMicroseconds)
@@ -100,7 +103,7 @@ import Testing
         #expect(messages.wait(for: "stopping after the current object", seconds: 60), "\(messages.collected)")
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu: interrupted"), "\(stderr)")
         #expect(!JournalFileStore.all(in: state).isEmpty)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PlatformIO
 import Synchronization
 import Testing
 
@@ -149,7 +150,7 @@ extension CLIRunner {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        let data = Data((try? BlockingRead.toEnd(fd: pipe.fileHandleForReading.fileDescriptor)) ?? [])
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
     }
@@ -174,7 +175,7 @@ final class PipeCollector: Sendable {
         let reader = pipe.fileHandleForReading
         Thread { [box] in
             while true {
-                let chunk = reader.availableData
+                let chunk = Data((try? BlockingRead.chunk(fd: reader.fileDescriptor)) ?? [])
                 if chunk.isEmpty { return }
                 box.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
             }

@@ -1,4 +1,7 @@
+import DFUCore
+import BledfuKit
 import Foundation
+import PlatformIO
 import SecureDFU
 import Testing
 
@@ -85,7 +88,7 @@ import Testing
         #expect(!journals.isEmpty, "no journal appeared")
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu resume --device \(FlashFixture.device)"))
         #expect(!JournalFileStore.all(in: state).isEmpty)
@@ -111,6 +114,20 @@ import Testing
         #expect(result.errorLines.count == 1)
     }
 
+    /// `--family` names a family the updater must know: another one is refused in one line (a usage error) before
+    /// anything connects.
+    @Test func unknownFamilyIsAUsageError() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 1000)
+        let result = try CLIRunner.run([
+            "flash", package, "--adapter", "virtual:\(directory.path)", "--device", FlashFixture.device,
+            "--family", "zigbee",
+        ])
+        #expect(result.status == BledfuExit.usage, "exit \(result.status): \(result.stderr)")
+        #expect(result.errorLines == ["bledfu: error: no family 'zigbee' is registered (available: secure, legacy, smp)"])
+    }
+
     @Test func helpDocumentsTheDFUExitCodes() throws {
         let result = try CLIRunner.run(["flash", "--help"])
         #expect(result.status == 0)
@@ -132,8 +149,10 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = JournalFileStore(directory: directory, packagePath: "/tmp/app.zip", adapter: "hci0", addressType: "random")
-        var journal = DFUJournal(deviceAddress: "C6:05:04:03:02:01", packageSHA256: "ab" + String(repeating: "0", count: 62))
-        journal.record(DFUExecutedObject(index: 0, offset: 4096, crc: 0x1234_5678), part: 0)
+        let journal = UpdateJournal(
+            deviceAddress: "C6:05:04:03:02:01", packageSHA256: "ab" + String(repeating: "0", count: 62), family: .secure,
+            confirmedBytes: 4096,
+            resume: try ResumePayload(SecureResume(executed: [DFUExecutedObject(index: 0, offset: 4096, crc: 0x1234_5678)])))
         try await store.save(journal)
         let loaded = try await store.load(deviceAddress: "c6:05:04:03:02:01", packageSHA256: journal.packageSHA256)
         #expect(loaded == journal)

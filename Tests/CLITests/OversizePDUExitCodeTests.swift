@@ -10,9 +10,9 @@ import Testing
         let error = DFUEngineError(
             .protocolViolation,
             "peer sent a 248-byte PDU (Handle Value Notification (0x1B)), longer than ATT_MTU 247; the link was closed")
-        #expect(FlashExit.code(for: error) == 46)
-        #expect(FlashExit.code(for: error) == FlashExit.protocolError)
+        #expect(FlashExit.code(for: SecureDFUFamily.map(error)) == 46)
+        #expect(FlashExit.code(for: SecureDFUFamily.map(error)) == FlashExit.protocolError)
         // A plain link loss is the resumable 43 instead, which is what the fault would be without the ATT check.
-        #expect(FlashExit.code(for: DFUEngineError(.disconnected, "link lost")) == FlashExit.linkLost)
+        #expect(FlashExit.code(for: SecureDFUFamily.map(DFUEngineError(.disconnected, "link lost"))) == FlashExit.linkLost)
     }
 }

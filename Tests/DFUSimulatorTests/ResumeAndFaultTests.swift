@@ -20,9 +20,9 @@ struct ResumeAndFaultTests {
         return c
     }
 
-    @Test("Without save_progress a disconnect loses data progress but keeps the executed init command")
+    @Test("SDK 17 without save_progress: a disconnect loses data progress but keeps the executed init command")
     func disconnectWithoutSaveProgress() {
-        var c = started(Fixture.profile(saveProgress: false))
+        var c = started(Fixture.profile(saveProgress: false, sdk: "17.1.0"))
         _ = c.machine.handle(.disconnected, at: .zero)
         // 60 06 01 | max 4096 | offset 0 | crc 0
         #expect(c.ask([0x06, 0x02]) == [ControlPointResponse.select(maxSize: 4096, offset: 0, crc: 0).encoded])
@@ -34,9 +34,9 @@ struct ResumeAndFaultTests {
         #expect(c.ask([0x01, 0x02, 0x00, 0x10, 0, 0]) == [[0x60, 0x01, 0x01]])
     }
 
-    @Test("With save_progress the executed objects survive a disconnect, the partial one does not")
+    @Test("SDK 17 with save_progress: the executed objects survive a disconnect, the partial one does not")
     func disconnectWithSaveProgress() {
-        var c = started(Fixture.profile(saveProgress: true))
+        var c = started(Fixture.profile(saveProgress: true, sdk: "17.1.0"))
         #expect(c.ask([0x03]) == [checksumBytes(5000, CRC32.checksum(image.prefix(5000)))])
         _ = c.machine.handle(.disconnected, at: .zero)
         let select = ControlPointResponse.select(maxSize: 4096, offset: 4096, crc: CRC32.checksum(image.prefix(4096)))
@@ -46,9 +46,9 @@ struct ResumeAndFaultTests {
         #expect(c.machine.installed.application?.version == 2)
     }
 
-    @Test("An init command that was never executed is lost on disconnect")
+    @Test("SDK 17: an init command that was never executed is lost on disconnect")
     func unexecutedInitLost() {
-        var c = Conversation()
+        var c = Conversation(Fixture.profile(sdk: "17.1.0"))
         let dat = Fixture.initPacket(Fixture.command(for: image))
         _ = c.ask([0x01, 0x01, UInt8(dat.count), 0, 0, 0])
         _ = c.send(dat)
@@ -126,10 +126,10 @@ struct ResumeAndFaultTests {
     }
 
     @Test(
-        "Power loss mid-object: completed flash writes stay, queued ones and RAM are lost; reboot into the bootloader"
-    )
+        "Power loss mid-object (single bank): completed flash writes stay, queued ones and RAM are lost; bootloader")
     func powerLoss() {
         var profile = Fixture.profile(saveProgress: true, queueDepth: 64)
+        profile.flash.singleBank = true
         profile.speedup = 1
         var c = started(profile)
         let actions = c.machine.handle(.powerLoss, at: .milliseconds(1))
@@ -171,7 +171,7 @@ struct ResumeAndFaultTests {
         #expect(c.machine.settings.firmwareOffset == 488)
     }
 
-    @Test("power-loss-after-bytes reboots mid-object and logs the fault")
+    @Test("power-loss-after-bytes reboots mid-object (dual bank: into the old application) and logs the fault")
     func powerLossAfterBytes() throws {
         var c = Conversation(Fixture.profile(), faults: try FaultPlan(parsing: "power-loss-after-bytes=1000"))
         _ = c.sendInit(Fixture.initPacket(Fixture.command(for: image)))
@@ -182,7 +182,7 @@ struct ResumeAndFaultTests {
                 if case .reboot = $0 { true } else { false }
             }
         }
-        #expect(reboots == [.reboot(into: .bootloader)])
+        #expect(reboots == [.reboot(into: .application)])
         #expect(c.machine.faultLog.first?.kind == "power-loss")
     }
 

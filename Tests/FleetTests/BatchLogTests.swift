@@ -18,41 +18,41 @@ import Testing
             packagePath: "/tmp/app-v2.zip", packageSHA256: sha, targetVersion: 2)
     }
 
-    @Test func theDatabaseIsARealSQLiteFileInWALMode() throws {
-        let (log, url) = try Fixture.temporaryDatabase()
+    @Test func theDatabaseIsARealSQLiteFileInWALMode() async throws {
+        let (log, url) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(url) }
-        #expect(try log.journalMode() == "wal")
+        #expect(try (log.database as? SQLiteLineDatabase)?.journalMode() == "wal")
         let header = try #require(FileManager.default.contents(atPath: url.path)).prefix(16)
         #expect(String(decoding: header, as: UTF8.self) == "SQLite format 3\0")
     }
 
     /// A row per attempt, a final status per device with every column the issue lists.
-    @Test func attemptsAndFinalStatusesAreRecorded() throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+    @Test func attemptsAndFinalStatusesAreRecorded() async throws {
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
-        let run = try log.startRun(batch: "line", force: false, at: Self.date)
-        try log.enroll(batch: "line", device: Self.identity(1), at: Self.date)
+        let run = try await log.startRun(batch: "line", station: Fixture.station, force: false, at: Self.date)
+        try await log.enroll(batch: "line", device: Self.identity(1), at: Self.date)
         let address = Fixture.address(1).description
-        let first = try log.beginAttempt(run: run, batch: "line", address: address, adapter: "hci0", at: Self.date)
+        let first = try await log.beginAttempt(run: run, batch: "line", address: address, adapter: "hci0", at: Self.date)
         #expect(first.number == 1)
-        try log.endAttempt(
+        try await log.endAttempt(
             first.id, batch: "line", address: address,
             outcome: AttemptOutcome(result: .failed, error: "link lost", exitCode: 43, duration: 2, bytes: 4096, resends: 20, versionBefore: 1),
             final: nil, at: Self.date)
-        let second = try log.beginAttempt(run: run, batch: "line", address: address, adapter: "hci1", at: Self.date)
+        let second = try await log.beginAttempt(run: run, batch: "line", address: address, adapter: "hci1", at: Self.date)
         #expect(second.number == 2)
-        try log.endAttempt(
+        try await log.endAttempt(
             second.id, batch: "line", address: address,
             outcome: AttemptOutcome(result: .done, exitCode: 0, duration: 3.5, bytes: 25_000, resends: 1, versionBefore: 1, versionAfter: 2),
             final: .done, at: Self.date)
-        try log.finishRun(run, result: "ok", at: Self.date)
+        try await log.finishRun(run, station: Fixture.station.name, result: "ok", at: Self.date)
 
-        let attempts = try log.attempts(batch: "line")
+        let attempts = try await log.attempts(batch: "line")
         #expect(attempts.map(\.result) == [.failed, .done])
         #expect(attempts.map(\.adapter) == ["hci0", "hci1"])
         #expect(attempts[0].error == "link lost" && attempts[0].exitCode == 43 && attempts[0].bytes == 4096)
         #expect(attempts.allSatisfy { $0.finishedAt != nil && $0.packageSHA256 == Fixture.package.sha256 })
-        let device = try #require(try log.devices(batch: "line").first)
+        let device = try #require(try await log.devices(batch: "line").first)
         #expect(device.status == .done)
         #expect(device.name == "Bracelet-1")
         #expect(device.versionBefore == 1 && device.versionAfter == 2)
@@ -67,19 +67,19 @@ import Testing
     /// interrupted and finishes that device only: the done device is never flashed again, and every device has
     /// exactly one record.
     @Test func aCrashedRunIsFinishedByTheNextRunWithoutReflashing() async throws {
-        let (firstLog, url) = try Fixture.temporaryDatabase()
+        let (firstLog, url) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(url) }
-        let crashed = try firstLog.startRun(batch: "line.yaml", force: false, at: Self.date)
-        for index in 1...3 { try firstLog.enroll(batch: "line.yaml", device: Self.identity(index), at: Self.date) }
-        let done = try firstLog.beginAttempt(run: crashed, batch: "line.yaml", address: Fixture.address(1).description, adapter: "hci0", at: Self.date)
-        try firstLog.endAttempt(
+        let crashed = try await firstLog.startRun(batch: "line.yaml", station: Fixture.station, force: false, at: Self.date)
+        for index in 1...3 { try await firstLog.enroll(batch: "line.yaml", device: Self.identity(index), at: Self.date) }
+        let done = try await firstLog.beginAttempt(run: crashed, batch: "line.yaml", address: Fixture.address(1).description, adapter: "hci0", at: Self.date)
+        try await firstLog.endAttempt(
             done.id, batch: "line.yaml", address: Fixture.address(1).description,
             outcome: AttemptOutcome(result: .done, versionBefore: 1, versionAfter: 2), final: .done, at: Self.date)
-        _ = try firstLog.beginAttempt(run: crashed, batch: "line.yaml", address: Fixture.address(2).description, adapter: "hci0", at: Self.date)
+        _ = try await firstLog.beginAttempt(run: crashed, batch: "line.yaml", address: Fixture.address(2).description, adapter: "hci0", at: Self.date)
         // kill -9 here: nothing else is written.
 
-        let log = try BatchLog(path: url.path)
-        #expect(try log.unfinished(batch: "line.yaml").map(\.address).sorted() == [2, 3].map { Fixture.address($0).description })
+        let log = try await BatchLog.open(path: url.path)
+        #expect(try await log.unfinished(batch: "line.yaml").map(\.address).sorted() == [2, 3].map { Fixture.address($0).description })
         let flasher = FakeFlasher()
         // The rerun is given only the first device (e.g. discovery saw just that one): the other two come from the log.
         let scheduler = Fixture.scheduler(Fixture.plan(adapters: [("hci0", 2)]), flasher: flasher, log: log)
@@ -89,11 +89,11 @@ import Testing
         #expect(flashes[Fixture.address(1).description] == nil)
         #expect(flashes[Fixture.address(2).description] == 1)
         #expect(flashes[Fixture.address(3).description] == 1)
-        let records = try log.devices(batch: "line.yaml")
+        let records = try await log.devices(batch: "line.yaml")
         #expect(records.count == 3)
         #expect(Set(records.map(\.address)).count == 3)
         #expect(records.allSatisfy { $0.status == .done })
-        let attempts = try log.attempts(batch: "line.yaml")
+        let attempts = try await log.attempts(batch: "line.yaml")
         #expect(attempts.filter { $0.result == .interrupted }.map(\.address) == [Fixture.address(2).description])
         #expect(attempts.filter { $0.result == .done }.count == 3)
 
@@ -105,12 +105,12 @@ import Testing
         forced.force = true
         _ = try await forced.run(targets: Fixture.targets(3))
         #expect(flasher.counters.withLock { $0.flashes.values.reduce(0, +) } == 5)
-        #expect(try log.devices(batch: "line.yaml").count == 3)
+        #expect(try await log.devices(batch: "line.yaml").count == 3)
     }
 
     /// A device done with this package in another batch of the same database is recorded as skipped here.
     @Test func doneInAnotherBatchIsSkipped() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let flasher = FakeFlasher()
         _ = try await Fixture.scheduler(Fixture.plan(adapters: [("hci0", 1)]), flasher: flasher, log: log, batch: "a.yaml").run(targets: Fixture.targets(2))
@@ -118,18 +118,18 @@ import Testing
             .run(targets: Fixture.targets(3))
         #expect(summary.skipped == 2)
         #expect(summary.done == 1)
-        #expect(try log.devices(batch: "b.yaml").filter { $0.status == .skipped }.count == 2)
+        #expect(try await log.devices(batch: "b.yaml").filter { $0.status == .skipped }.count == 2)
         #expect(flasher.counters.withLock { $0.flashes.values.reduce(0, +) } == 3)
     }
 
     @Test func exportsParseBack() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let bad = Fixture.address(2).description
         let flasher = FakeFlasher(scripts: [bad: FakeFlasher.Script(results: [false])])
         _ = try await Fixture.scheduler(Fixture.plan(adapters: [("hci0", 2)], retries: 0), flasher: flasher, log: log).run(targets: Fixture.targets(3))
-        let records = try log.devices()
-        let attempts = try log.attempts()
+        let records = try await log.devices()
+        let attempts = try await log.attempts()
 
         // CSV: header + one row per device, the error (with a comma and quotes) intact.
         let csv = BatchExport.csv(records)

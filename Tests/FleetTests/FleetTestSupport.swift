@@ -100,11 +100,11 @@ final class FakeFlasher: DeviceFlasher {
 }
 
 enum Fixture {
-    static func temporaryDatabase() throws -> (log: BatchLog, url: URL) {
+    static func temporaryDatabase() async throws -> (log: BatchLog, url: URL) {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("fleet-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent("batch.sqlite")
-        return (try BatchLog(path: url.path), url)
+        return (try await BatchLog.open(path: url.path), url)
     }
 
     /// Removes a database made by ``temporaryDatabase()`` with its directory (WAL and shared-memory files too).
@@ -123,6 +123,9 @@ enum Fixture {
     static func targets(_ count: Int, className: String = "bracelet") -> [BatchTarget] {
         (0..<count).map { BatchTarget(peer: PeerAddress(address($0 + 1), type: .random), name: "Bracelet-\($0 + 1)", className: className) }
     }
+
+    /// The station the scheduler tests run as (one station alone; its previous instance is never alive).
+    static let station = StationInfo(name: "station", host: "localhost", pid: 0, adapters: "hci0×1", planHash: "plan", lease: 30)
 
     static let package = PackageInfo(path: "/tmp/app-v2.zip", sha256: String(repeating: "ab", count: 32), targetVersion: 2, totalBytes: 1000)
 

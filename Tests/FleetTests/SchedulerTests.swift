@@ -9,7 +9,7 @@ import Testing
     /// 12 devices on two adapters with two links each: never more than two per adapter or four in all, and the
     /// bound is reached (the fake holds every flash until four run at once).
     @Test(.timeLimit(.minutes(3))) func concurrencyStaysWithinTheAdapterSlots() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let flasher = FakeFlasher(hold: 4, total: 12)
         let scheduler = Fixture.scheduler(Fixture.plan(adapters: [("hci0", 2), ("hci1", 2)]), flasher: flasher, log: log)
@@ -26,7 +26,7 @@ import Testing
     /// One device fails every attempt: it alone is failed after 1 + retries attempts; every other device is done
     /// after exactly one attempt.
     @Test func oneFailingDeviceDoesNotStopTheOthers() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let bad = Fixture.address(3).description
         let flasher = FakeFlasher(scripts: [bad: FakeFlasher.Script(results: [false])])
@@ -40,7 +40,7 @@ import Testing
         let counters = flasher.counters.withLock { $0 }
         #expect(counters.flashes[bad] == 3)
         #expect(counters.flashes.filter { $0.key != bad }.values.allSatisfy { $0 == 1 })
-        let record = try #require(try log.devices().first { $0.address == bad })
+        let record = try #require(try await log.devices().first { $0.address == bad })
         #expect(record.status == .failed)
         #expect(record.attempts == 3)
         #expect(record.error?.contains("wrong hardware version") == true)
@@ -52,7 +52,7 @@ import Testing
 
     /// Every device fails: after three failed devices no new device starts; the rest stay pending.
     @Test func theLineStopsAfterNFailures() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let flasher = FakeFlasher(defaultScript: FakeFlasher.Script(results: [false]))
         let events = Mutex<[BatchEvent]>([])
@@ -64,14 +64,14 @@ import Testing
         #expect(summary.pending == 7)
         #expect(flasher.counters.withLock { $0.flashes.values.reduce(0, +) } == 3)
         #expect(events.withLock { $0 }.contains(.lineStopped(failures: 3)))
-        let records = try log.devices()
+        let records = try await log.devices()
         #expect(records.filter { $0.status == .pending }.count == 7)
         #expect(records.filter { $0.status == .failed }.count == 3)
     }
 
     /// A device already running the target version is skipped without a flash; --force flashes it anyway.
     @Test func devicesAtTheTargetVersionAreSkipped() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let current = Fixture.address(2).description
         let flasher = FakeFlasher(scripts: [current: FakeFlasher.Script(installed: 2)])
@@ -80,12 +80,12 @@ import Testing
         #expect(summary.done == 3)
         #expect(summary.skipped == 1)
         #expect(flasher.counters.withLock { $0.flashes[current] } == nil)
-        let record = try #require(try log.devices().first { $0.address == current })
+        let record = try #require(try await log.devices().first { $0.address == current })
         #expect(record.status == .skipped)
         #expect(record.versionBefore == 2)
         #expect(record.versionAfter == 2)
 
-        let (forcedLog, forcedLogURL) = try Fixture.temporaryDatabase()
+        let (forcedLog, forcedLogURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(forcedLogURL) }
         let forcedFlasher = FakeFlasher(scripts: [current: FakeFlasher.Script(installed: 2)])
         var forced = Fixture.scheduler(Fixture.plan(adapters: [("hci0", 2)]), flasher: forcedFlasher, log: forcedLog)
@@ -97,7 +97,7 @@ import Testing
 
     /// The skip policy off: a device at the target version is flashed.
     @Test func skipPolicyOffFlashesEveryDevice() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let flasher = FakeFlasher(defaultScript: FakeFlasher.Script(installed: 5))
         let scheduler = Fixture.scheduler(Fixture.plan(adapters: [("hci0", 2)], skip: false), flasher: flasher, log: log)
@@ -109,7 +109,7 @@ import Testing
     /// A device that fails once and then succeeds is done, with two attempts in the log; a permanent failure is
     /// not retried.
     @Test func retriesUntilSuccessAndNotForPermanentFailures() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let flaky = Fixture.address(1).description
         let broken = Fixture.address(2).description
@@ -121,7 +121,7 @@ import Testing
         let summary = try await scheduler.run(targets: Fixture.targets(2))
         #expect(summary.statuses[flaky] == .done)
         #expect(summary.statuses[broken] == .failed)
-        let attempts = try log.attempts()
+        let attempts = try await log.attempts()
         #expect(attempts.filter { $0.address == flaky }.map(\.result) == [.failed, .done])
         #expect(attempts.filter { $0.address == flaky }.map(\.number) == [1, 2])
         #expect(attempts.filter { $0.address == broken }.map(\.result) == [.failed])
@@ -129,7 +129,7 @@ import Testing
 
     /// Every device gets its own bootloader name, also when two addresses share their last three bytes.
     @Test func bootloaderNamesAreUniqueInTheLine() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let flasher = FakeFlasher()
         var targets = Fixture.targets(5)
@@ -147,7 +147,7 @@ import Testing
 
     /// A retry waits at the back of the queue: a failing device delays no device behind it.
     @Test func aRetryGoesToTheBackOfTheQueue() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let flaky = Fixture.address(1).description
         let flasher = FakeFlasher(scripts: [flaky: FakeFlasher.Script(results: [false, true])])
@@ -159,7 +159,7 @@ import Testing
 
     /// A device that comes back in its bootloader after a "successful" flash failed: its application does not start.
     @Test func aDeviceStuckInItsBootloaderFails() async throws {
-        let (log, logURL) = try Fixture.temporaryDatabase()
+        let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let stuck = Fixture.address(2).description
         let flasher = FakeFlasher(scripts: [stuck: FakeFlasher.Script(staysInBootloader: true)])
@@ -167,7 +167,7 @@ import Testing
         let summary = try await scheduler.run(targets: Fixture.targets(3))
         #expect(summary.statuses[stuck] == .failed)
         #expect(summary.done == 2)
-        let record = try #require(try log.devices().first { $0.address == stuck })
+        let record = try #require(try await log.devices().first { $0.address == stuck })
         #expect(record.error?.contains("stays in its bootloader") == true)
     }
 }

@@ -1,6 +1,7 @@
 import BLECore
 import DFUProtocol
 import GATT
+import DFUCore
 import Synchronization
 import Testing
 

@@ -43,6 +43,8 @@ final class BatchConsole: @unchecked Sendable {
                     write(view.totals(at: now).text + "\n")
                 case .lineStopped(let failures):
                     write("line stopped after \(failures) failed device(s)\n")
+                case .message(let text):
+                    write(text + "\n")
                 default: break
                 }
             case .terminal:
@@ -51,6 +53,7 @@ final class BatchConsole: @unchecked Sendable {
                     permanent = "\(status.rawValue) \(address)\(retrying ? " (will retry)" : "")" + (error.map { ": \($0)" } ?? "")
                 }
                 if case .lineStopped(let failures) = event { permanent = "line stopped after \(failures) failed device(s)" }
+                if case .message(let text) = event { permanent = text }
                 guard permanent != nil || now.timeIntervalSince(lastDraw) > 0.2 else { return }
                 redraw(now: now, permanent: permanent)
             }

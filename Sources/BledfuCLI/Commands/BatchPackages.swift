@@ -1,6 +1,9 @@
+import BledfuKit
+import DFUCore
 import DFUPackage
 import Fleet
 import Foundation
+import LegacyDFU
 import SecureDFU
 
 /// Loads and checks a plan's packages and keys before anything connects.
@@ -28,7 +31,8 @@ enum BatchPlanFiles {
             plan.classes[index].package = resolve(plan.classes[index].package, relativeTo: directory)
         }
         do {
-            _ = try PacingPolicies.parse(plan.flash.mode)
+            // A Secure DFU mode, or a Legacy DFU one (a plan may mix both families; each flash takes its own).
+            if (try? LegacyPacingPolicies.parse(plan.flash.mode)) == nil { _ = try PacingPolicies.parse(plan.flash.mode) }
         } catch {
             throw CLIError("plan \(path): flash.mode: \(error)", exitCode: BatchExit.planInvalid)
         }
@@ -49,9 +53,17 @@ enum BatchPlanFiles {
         let package = try PackageCLI.loadForFlash(path)
         let report = package.verify(keys: try PackageCLI.publicKeysForFlash(keys))
         if let first = report.errors.first { throw PackageCLI.cliError(first) }
-        let sha = try FlashSession.sha256(ofFile: path)
+        let sha: String
+        do {
+            sha = try PackageSource(contentsOf: URL(fileURLWithPath: path)).sha256
+        } catch {
+            throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+        }
+        // Secure: the init command's fw_version; Legacy: the init packet's application_version (0xFFFFFFFF: none).
+        let application = package.part(.application)
+        let legacyVersion = application?.legacyInit?.applicationVersion.flatMap { $0 == 0xFFFF_FFFF ? nil : $0 }
         return PackageInfo(
-            path: path, sha256: sha, targetVersion: package.part(.application)?.initCommand?.fwVersion,
+            path: path, sha256: sha, targetVersion: application?.initCommand?.fwVersion ?? legacyVersion,
             totalBytes: package.parts.reduce(0) { $0 + $1.image.count })
     }
 }

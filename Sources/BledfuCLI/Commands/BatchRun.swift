@@ -1,7 +1,9 @@
+import BledfuKit
 import ArgumentParser
 import BLECore
 import Fleet
 import Foundation
+import LineStore
 import Synchronization
 
 /// `bledfu batch [run] PLAN`: runs a production-line plan (docs/batch.md).
@@ -19,8 +21,18 @@ struct BatchRun: AsyncParsableCommand {
             """)
 
     @Argument(help: "The plan (YAML).") var plan: String
-    @Option(name: .long, help: ArgumentHelp("The SQLite log (default STATE/batch.sqlite).", valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The batch log: an SQLite file (default STATE/batch.sqlite, or the plan's db:), or postgres://USER@HOST/DB to run as a station of a line.",
+            valueName: "file|url"))
     var db: String?
+    @Option(name: .long, help: ArgumentHelp("This station's name in the line (default: the host name); unique among live stations.", valueName: "name"))
+    var station: String?
+    @Option(name: .long, help: ArgumentHelp("The line's name in a shared database (default: the plan's line:, else 'line'; SQLite: the plan's path).", valueName: "name"))
+    var line: String?
+    @Option(name: .long, help: ArgumentHelp("Seconds a claim lasts without a heartbeat; another station takes a device over after that.", valueName: "seconds"))
+    var lease: Double = 30
     @Option(name: .long, help: ArgumentHelp("Journals and logs (default $XDG_STATE_HOME/bledfu).", valueName: "dir"))
     var stateDir: String?
     @Flag(name: .long, help: "Update devices the database records at the target version too, and ignore the skip policy.")
@@ -41,26 +53,58 @@ struct BatchRun: AsyncParsableCommand {
         }
         let state = stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory()
         try? FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        let database = db ?? state.appendingPathComponent("batch.sqlite").path
+        let database = db ?? plan.database ?? state.appendingPathComponent("batch.sqlite").path
+        guard lease >= 1, lease <= 3600 else { throw CLIError("--lease must be 1 to 3600 seconds", exitCode: BledfuExit.usage) }
         let log: BatchLog
         do {
-            log = try BatchLog(path: database)
+            log = try await BatchLog.open(location: database)
         } catch {
-            throw CLIError(error.reason, exitCode: BatchExit.databaseError)
+            throw CLIError(error)
         }
+        // The connection is closed on every way out (PostgreSQL: the server sees a clean goodbye).
+        do {
+            try await runStation(plan: plan, packages: packages, planURL: planURL, database: database, state: state, log: log)
+        } catch {
+            await log.close()
+            throw error
+        }
+        await log.close()
+    }
+
+    func runStation(plan: BatchPlan, packages: [String: PackageInfo], planURL: URL, database: String, state: URL, log: BatchLog)
+        async throws
+    {
         let console = BatchConsole(json: json)
-        let batchName = planURL.path
-        let known = Set(((try? log.devices(batch: batchName)) ?? []).compactMap { BluetoothAddress($0.address) })
+        let shared = PostgresURL.isPostgres(database)
+        let batchName = line ?? plan.lineName ?? (shared ? "line" : planURL.path)
+        let stationInfo = StationInfo(
+            name: station ?? LineStation.hostName(), host: LineStation.hostName(), pid: Int(ProcessInfo.processInfo.processIdentifier),
+            adapters: BatchScheduler.adapterSummary(plan), planHash: PlanHash.of(packages), lease: lease)
+        do {
+            try await log.checkStation(batch: batchName, station: stationInfo, at: Date(), isRunning: LineStation.isRunning)
+        } catch {
+            throw CLIError(error)
+        }
+        let known = Set(((try? await log.devices(batch: batchName)) ?? []).compactMap { BluetoothAddress($0.address) })
         let targets = try await Self.targets(plan, known: known, console: console)
         if targets.isEmpty, known.isEmpty {
             throw CLIError("no device found: the plan lists none and discovery matched none", exitCode: BatchExit.noDevices)
         }
+        let journals = LineJournalSync(log: log, station: stationInfo.name, directory: state)
         var scheduler = BatchScheduler(
             plan: plan, packages: packages,
-            flasher: ProcessFlasher(
-                executable: Self.executable(bledfu), stateDirectory: state,
-                logDirectory: state.appendingPathComponent("batch-logs")),
-            log: log, batch: batchName)
+            flasher: journals.wrap(
+                ProcessFlasher(
+                    executable: Self.executable(bledfu), stateDirectory: state,
+                    logDirectory: state.appendingPathComponent("batch-logs"))),
+            log: log, batch: batchName, station: stationInfo)
+        scheduler.isRunning = LineStation.isRunning
+        scheduler.afterHeartbeat = { await journals.pushInFlight() }
+        scheduler.leaseLost = { reason in
+            // Exiting closes the children's event pipes: each `bledfu flash` child stops at once (ReaderWatch).
+            Console.errorRaw("bledfu: error: \(reason)")
+            Foundation.exit(BatchExit.databaseError)
+        }
         scheduler.force = force
         if force { scheduler.plan.policies.skipAtTargetVersion = false }
         scheduler.events = { console.handle($0) }
@@ -75,9 +119,9 @@ struct BatchRun: AsyncParsableCommand {
         do {
             summary = try await scheduler.run(targets: targets)
         } catch {
-            throw CLIError(error.reason, exitCode: BatchExit.databaseError)
+            throw CLIError(error)
         }
-        console.finish(summary, database: database)
+        console.finish(summary, database: log.path)
         if summary.interrupted { throw CLIError("interrupted; run the same command again to finish", exitCode: BledfuExit.interrupted) }
         if summary.lineStopped {
             throw CLIError("the line stopped after \(summary.failed) failed device(s); \(summary.pending) pending", exitCode: BatchExit.lineStopped)

@@ -105,7 +105,7 @@ struct BenchBatch: AsyncParsableCommand {
         plan.policies = BatchPlan.Policies(retries: 0, skipAtTargetVersion: false)
         let log: BatchLog
         do {
-            log = try BatchLog(path: directory.appendingPathComponent("bench.sqlite").path)
+            log = try await BatchLog.open(path: directory.appendingPathComponent("bench.sqlite").path)
         } catch {
             throw CLIError(error.reason, exitCode: BatchExit.databaseError)
         }
@@ -123,7 +123,7 @@ struct BenchBatch: AsyncParsableCommand {
         }
         let elapsed = start.duration(to: .now)
         guard summary.done == count else {
-            let errors = ((try? log.devices()) ?? []).compactMap(\.error).prefix(3).joined(separator: "; ")
+            let errors = ((try? await log.devices()) ?? []).compactMap(\.error).prefix(3).joined(separator: "; ")
             throw CLIError("\(count - summary.done) of \(count) device(s) failed: \(errors)", exitCode: BatchExit.devicesFailed)
         }
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -1,5 +1,6 @@
 import DFUPackage
 import Foundation
+import PlatformIO
 
 /// `bledfu bench --device ADDR --package ZIP`: each mode, `repetitions` times, as a complete `bledfu flash` run (a
 /// child process of this executable, so connect, buttonless jump, reconnects and journal behave exactly as in a
@@ -54,7 +55,7 @@ struct BenchDevice {
         } catch {
             throw CLIError("cannot run \(executable.path): \(error.localizedDescription)", exitCode: BledfuExit.failure)
         }
-        let output = errors.fileHandleForReading.readDataToEndOfFile()
+        let output = Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? [])
         process.waitUntilExit()
         let text = String(decoding: output, as: UTF8.self)
         let last = text.split(separator: "\n").last.map(String.init) ?? ""

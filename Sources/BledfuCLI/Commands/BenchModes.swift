@@ -1,6 +1,7 @@
 import ArgumentParser
 import DFUSimulator
 import Foundation
+import LegacyDFU
 import SecureDFU
 
 /// `bledfu bench` (default subcommand `modes`): every write mode on every link profile and image size, several
@@ -20,6 +21,8 @@ struct BenchModes: AsyncParsableCommand {
             """
     )
 
+    /// Secure DFU modes; on a Legacy profile (`"family": "legacy"`) the Legacy ones among them run (adaptive, ios,
+    /// android, nrfutil), docs/legacy-dfu.md.
     static let defaultModes = "adaptive,ios,android,nrfutil,seed-pacing,with-response"
 
     @Option(name: .long, help: ArgumentHelp("Comma-separated write modes.", valueName: "modes"))
@@ -71,10 +74,10 @@ struct BenchModes: AsyncParsableCommand {
         guard (1...32).contains(parallel) else { throw ValidationError("--parallel must be 1 to 32") }
         guard checkpointTimeout > 0 else { throw ValidationError("--checkpoint-timeout must be positive") }
         for mode in modeList {
-            do {
-                _ = try PacingPolicies.parse(mode)
-            } catch {
-                throw ValidationError("--modes: \(error)")
+            // A mode is Secure DFU's (PacingPolicies) or Legacy DFU's (LegacyPacingPolicies: adaptive, prn:N, stream,
+            // ios, android, nrfutil); each profile runs the modes of its family.
+            guard (try? PacingPolicies.parse(mode)) != nil || (try? LegacyPacingPolicies.parse(mode)) != nil else {
+                throw ValidationError("--modes: unknown mode '\(mode)'")
             }
         }
         _ = try sizeList()
@@ -128,26 +131,37 @@ struct BenchModes: AsyncParsableCommand {
     /// The matrix on in-process virtual devices, `--parallel` cells at a time, in matrix order.
     func runVirtual() async throws -> [BenchRun] {
         struct Job: Sendable {
+            enum Kind: Sendable {
+                case secure(DeviceProfile, DFUPart)
+                case legacy(LegacyDeviceProfile, LegacyPart)
+            }
             var index: Int
             var mode: String
             var profileName: String
-            var profile: DeviceProfile
-            var part: DFUPart
+            var kind: Kind
             var repetition: Int
         }
         let effectiveSpeedup = unthrottled ? Double.infinity : speedup
         var jobs: [Job] = []
         for size in try sizeList() {
             for name in profileList {
-                let loaded = try SimulatorProfiles.load(SimulatedDeviceRequest(parsing: name))
-                let profile = BenchRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
-                let part = BenchRunner.part(size: size, profile: profile)
+                let kind: Job.Kind
+                var modes = modeList
+                switch try SimulatorProfiles.loadAny(SimulatedDeviceRequest(parsing: name)) {
+                case .secure(let loaded):
+                    let profile = BenchRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
+                    kind = .secure(profile, BenchRunner.part(size: size, profile: profile))
+                    modes = modes.filter { (try? PacingPolicies.parse($0)) != nil }
+                case .legacy(let loaded):
+                    let profile = BenchLegacyRunner.benchProfile(loaded, speedup: effectiveSpeedup)
+                    kind = .legacy(profile, BenchLegacyRunner.part(size: size, profile: profile))
+                    modes = modes.filter { (try? LegacyPacingPolicies.parse($0)) != nil }
+                    if modes.isEmpty { modes = BenchLegacyRunner.defaultModes }
+                }
                 for repetition in 1...self.repeat {
-                    for mode in modeList {
+                    for mode in modes {
                         jobs.append(
-                            Job(
-                                index: jobs.count, mode: mode, profileName: name, profile: profile, part: part,
-                                repetition: repetition))
+                            Job(index: jobs.count, mode: mode, profileName: name, kind: kind, repetition: repetition))
                     }
                 }
             }
@@ -159,10 +173,18 @@ struct BenchModes: AsyncParsableCommand {
             var next = 0
             func add(_ job: Job) {
                 group.addTask {
-                    let run = await BenchRunner.run(
-                        mode: job.mode, profileName: job.profileName, profile: job.profile, part: job.part,
-                        repetition: job.repetition, checkpointTimeout: timeout)
-                    return (job.index, run)
+                    switch job.kind {
+                    case .secure(let profile, let part):
+                        let run = await BenchRunner.run(
+                            mode: job.mode, profileName: job.profileName, profile: profile, part: part,
+                            repetition: job.repetition, checkpointTimeout: timeout)
+                        return (job.index, run)
+                    case .legacy(let profile, let part):
+                        let run = await BenchLegacyRunner.run(
+                            mode: job.mode, profileName: job.profileName, profile: profile, part: part,
+                            repetition: job.repetition, responseTimeout: timeout)
+                        return (job.index, run)
+                    }
                 }
             }
             while next < min(width, jobs.count) {

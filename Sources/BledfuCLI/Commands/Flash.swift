@@ -1,9 +1,11 @@
+import DFUCore
 import ArgumentParser
 import Synchronization
 import PlatformIO
 import BLECore
 import Dispatch
 import Foundation
+import BledfuKit
 import SecureDFU
 
 /// Options shared by `bledfu flash` and `bledfu resume`.
@@ -33,6 +35,13 @@ struct FlashOptions: ParsableArguments {
     @Flag(name: .long, help: "Ask the device to advertise a unique bootloader name (DfuXXXXXX from its address).")
     var uniqueName = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The DFU family: \(DefaultFamilies.all.map(\.id.rawValue).joined(separator: ", ")) or auto (detect it from the device).",
+            valueName: "family"))
+    var family = "auto"
+
     @Option(name: .long, help: ArgumentHelp("Seconds to look for the bootloader.", valueName: "seconds"))
     var scanTimeout: Double = 10
 
@@ -55,6 +64,7 @@ struct FlashOptions: ParsableArguments {
         guard scanTimeout > 0, scanTimeout <= 600 else { throw ValidationError("--scan-timeout must be between 0 and 600 s") }
         guard rebootDelay >= 0, rebootDelay <= 60 else { throw ValidationError("--reboot-delay must be between 0 and 60 s") }
         guard (0...100).contains(reconnectAttempts) else { throw ValidationError("--reconnect-attempts must be 0 to 100") }
+        guard !family.isEmpty else { throw ValidationError("--family must name a family or be auto") }
     }
 
     var stateDirectory: URL { stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory() }
@@ -67,7 +77,7 @@ struct FlashOptions: ParsableArguments {
             name = "Dfu" + address.description.filter { $0.isHexDigit }.suffix(6)
         }
         return FlashSettings(
-            packagePath: package, keyPaths: keys, pacing: mode, scope: scope, stateDirectory: stateDirectory,
+            packagePath: package, keyPaths: keys, pacing: mode, scope: scope, family: family, stateDirectory: stateDirectory,
             abortOnCancel: abortOnCancel, bootloaderName: name, scanTimeout: scanTimeout, rebootDelay: rebootDelay,
             reconnectAttempts: reconnectAttempts, target: target, addressType: addressType, security: security,
             adapter: global.adapter, json: global.json, verbose: global.verbose, timeout: global.timeout,
@@ -118,27 +128,6 @@ struct FlashCommand: AsyncParsableCommand {
         let target: FlashSettings.Target
         if let device { target = .address(try parseAddress(device)) } else { target = .name(name ?? "") }
         try await runFlash(flash.settings(package: package, keys: key, scope: scope, target: target, global: options))
-    }
-}
-
-/// Runs a flash session with Ctrl-C handling and the summary; throws a ``CLIError`` on failure.
-func runFlash(_ settings: FlashSettings) async throws {
-    let session = FlashSession(settings: settings, adapter: try makeFlashAdapter(settings.adapter))
-    let interrupts = InterruptHandler {
-        Task {
-            if !(await session.interrupt()) {
-                Console.errorRaw("bledfu: interrupted")
-                exit(BledfuExit.interrupted)
-            }
-        }
-    }
-    defer { interrupts.cancel() }
-    do {
-        try await session.run()
-        session.progress.finish(exitCode: 0, message: nil)
-    } catch {
-        session.progress.finish(exitCode: error.exitCode, message: error.message)
-        throw error
     }
 }
 

@@ -8,7 +8,7 @@ import Foundation
 public struct PackageCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "package",
-        abstract: "Inspect, verify and create Nordic DFU packages (.zip).",
+        abstract: "Inspect, verify and create Nordic DFU packages (.zip) and MCUboot images (.bin, .hex, dfu_application.zip).",
         discussion: """
             Exit codes for package errors: 30 invalid archive, 31 unsafe entry name, 32 entry or archive too large, \
             33 corrupt entry (CRC), 34 invalid manifest, 35 file named by the manifest missing, 36 invalid init packet, \
@@ -71,6 +71,22 @@ enum PackageCLI {
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
             throw CLIError("cannot write \(path): \(error.localizedDescription)", exitCode: PackageError.Code.io.exitCode)
+        }
+    }
+}
+
+extension PackageCLI {
+    static func loadForFlash(_ path: String) throws(CLIError) -> FirmwarePackage {
+        do { return try load(path) } catch let error as CLIError { throw error } catch { throw CLIError("\(error)", exitCode: BledfuExit.packageInvalid) }
+    }
+
+    static func publicKeysForFlash(_ paths: [String]) throws(CLIError) -> [P256.Signing.PublicKey] {
+        do {
+            return try publicKeys(paths)
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("\(error)", exitCode: BledfuExit.packageInvalid)
         }
     }
 }

@@ -13,6 +13,9 @@ struct PackageCreate: AsyncParsableCommand {
             With --dfu-ver (0.5, 0.6, 0.7, 0.8) it makes a Legacy DFU package instead, as nrfutil 0.5 `dfu genpkg` \
             does: --dev-type, --dev-revision, --application-version and --sd-req fill the init packet; --key-file makes \
             it 0.8 (signed).
+            With --mcuboot FIRMWARE (.bin or .hex) and --mcuboot-version it signs an MCUboot image instead, as \
+            `imgtool sign --pad-header` does (RSA-2048/3072, ECDSA P-256 or Ed25519 --key-file; none: hash only); the \
+            output is .bin, or .hex at the input hex's address.
             """)
 
     @Option(name: .long, help: "The application firmware (.hex or .bin).") var application: String?
@@ -38,7 +41,12 @@ struct PackageCreate: AsyncParsableCommand {
     var dfuVer: Double?
     @Option(name: .long, help: "Legacy: the device type (default 0xFFFF).") var devType: String?
     @Option(name: .long, help: "Legacy: the device revision (default 0xFFFF).") var devRevision: String?
-    @Argument(help: "The package to write (.zip).") var output: String
+    @Option(name: .long, help: "MCUboot: the firmware to sign (.bin or .hex) into an MCUboot image.") var mcuboot: String?
+    @Option(name: .long, help: "MCUboot: the image version, MAJOR.MINOR.REVISION[+BUILD].") var mcubootVersion: String?
+    @Option(name: .long, help: "MCUboot: the header size (default 0x200).") var headerSize: String?
+    @Option(name: .long, help: "MCUboot: the slot size the signed image must fit.") var slotSize: String?
+    @Option(name: .long, help: "MCUboot: a security counter (protected SEC_CNT TLV).") var securityCounter: String?
+    @Argument(help: "The package to write (.zip), or the MCUboot image (.bin, .hex).") var output: String
 
     func validate() throws {
         for value in [appBootValidation, sdBootValidation].compactMap(\.self) where ValidationType(name: value) == nil {
@@ -59,6 +67,15 @@ struct PackageCreate: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let mcuboot {
+            guard let mcubootVersion else { throw ValidationError("--mcuboot needs --mcuboot-version") }
+            return try PackageMCUboot.create(
+                firmware: mcuboot, version: mcubootVersion, keyFile: keyFile,
+                headerSize: Int(try headerSize.map { try PackageCLI.parseInteger($0, option: "--header-size") } ?? 0x200),
+                slotSize: try slotSize.map { Int(try PackageCLI.parseInteger($0, option: "--slot-size")) },
+                securityCounter: try securityCounter.map { try PackageCLI.parseInteger($0, option: "--security-counter") },
+                output: output)
+        }
         var builder = PackageBuilder()
         do {
             builder.application = try application.map { path throws(PackageError) in try PackageBuilder.Image.load(URL(fileURLWithPath: path)) }

@@ -10,11 +10,17 @@ struct PackageInspect: AsyncParsableCommand {
         commandName: "inspect",
         abstract: "Show a package's parts, versions, requirements, sizes, hashes and signature status.")
 
-    @Argument(help: "The DFU package (.zip).") var package: String
+    @Argument(help: "The DFU package (.zip), an MCUboot image (.bin, .hex) or an NCS dfu_application.zip.")
+    var package: String
     @Option(name: .long, help: "A PEM public key to check signatures with (repeatable).") var key: [String] = []
+    @Option(name: .long, help: "MCUboot: the slot size the images must fit (bytes, decimal or 0x hex).") var slotSize: String?
     @Flag(name: .long, help: "Print one JSON object instead of text.") var json = false
 
     func run() async throws {
+        if PackageMCUboot.handles(package) {
+            let slot = try slotSize.map { Int(try PackageCLI.parseInteger($0, option: "--slot-size")) }
+            return try PackageMCUboot.inspect(package, keys: key, slotSize: slot, json: json)
+        }
         let pkg = try PackageCLI.load(package)
         let keys = try PackageCLI.publicKeys(key)
         let report = pkg.verify(keys: keys)

@@ -1,7 +1,8 @@
 import ArgumentParser
 import BLECore
 import Foundation
-import SecureDFU
+import BledfuKit
+import DFUCore
 
 /// `bledfu resume [--device ADDR]`: continue the upload a journal describes (after Ctrl-C or exit 43).
 struct ResumeCommand: AsyncParsableCommand {
@@ -41,7 +42,12 @@ struct ResumeCommand: AsyncParsableCommand {
                 "no unfinished upload\(device.map { " for \($0)" } ?? "") in \(directory.path)", exitCode: BledfuExit.failure)
         }
         let package = newest.file.packagePath
-        let sha = try FlashSession.sha256(ofFile: package)
+        let sha: String
+        do {
+            sha = try PackageSource(contentsOf: URL(fileURLWithPath: package)).sha256
+        } catch {
+            throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+        }
         guard sha == newest.file.journal.packageSHA256.lowercased() else {
             throw CLIError(
                 "\(package) changed since the upload started (its SHA-256 differs from the journal's); start again with bledfu flash",

@@ -1,5 +1,7 @@
 import ArgumentParser
 import BLECore
+import DFUProtocol
+import LegacyDFU
 
 /// `bledfu scan`: list advertising devices.
 struct ScanCommand: AsyncParsableCommand {
@@ -37,16 +39,28 @@ struct ScanCommand: AsyncParsableCommand {
                     ]
                     if let rssi = advertisement.rssi { event["rssi"] = Int(rssi) }
                     if let name = ad.name { event["name"] = name }
+                    if let family = Self.family(ad.serviceUUIDs) { event["family"] = family }
                     Console.json(event)
                 } else {
                     let rssi = advertisement.rssi.map { "\($0) dBm" } ?? "? dBm"
                     let services = ad.serviceUUIDs.map(\.description).joined(separator: ",")
-                    print("\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(ad.name ?? "(no name)") \(services)")
+                    let family = Self.family(ad.serviceUUIDs) ?? "-"
+                    print(
+                        "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(family) \(ad.name ?? "(no name)") \(services)")
                 }
             }
         } catch let error as AdapterError {
             throw CLIError(error)
         }
         if !options.json { Console.errorRaw("\(count) device(s) found on \(adapter.name)") }
+    }
+
+    /// The DFU family an advertisement names by its service UUIDs: FE59 Secure DFU, 00001530-… Legacy DFU (a
+    /// bootloader, or InfiniTime); nil when it lists neither (an application usually advertises its own services:
+    /// `bledfu flash` finds the family once connected).
+    static func family(_ services: [BluetoothUUID]) -> String? {
+        if services.contains(SecureDFUUUID.service) { return "secure" }
+        if services.contains(LegacyDFUUUID.service) { return "legacy" }
+        return nil
     }
 }

@@ -12,6 +12,12 @@ import VirtualRadio
 protocol SimulatorEndpoint: Sendable {
     func advertise(_ advertisement: Advertisement) async throws(CLIError)
     func accept() async throws(BearerError) -> SocketBearer
+    /// A central connected: the device stops advertising until the link ends (a Nordic peripheral advertises only
+    /// while it has no connection: `nrf_dfu_ble.c` restarts advertising on `BLE_GAP_EVT_DISCONNECTED`).
+    func connected() async
+    /// The connection as the device serves it: with the link's security level (link security messages on the
+    /// virtual radio, `BT_SECURITY` on a BlueZ socket).
+    func link(_ bearer: SocketBearer) -> any ATTBearer
     func linkEnded(_ bearer: SocketBearer) async
     /// Closes everything (idempotent, from any thread); a pending `accept` ends with `.closed`.
     func close()
@@ -60,6 +66,17 @@ final class VirtualSimulatorEndpoint: SimulatorEndpoint {
         return try await endpoint.acceptSocket()
     }
 
+    /// Removes `<ADDR>.adv`; the socket keeps listening (docs/virtual-radio.md §4: a device that does not advertise
+    /// while connected removes its advertisement).
+    func connected() async {
+        current.withLock { $0 }?.stopAdvertising()
+    }
+
+    /// A virtual device encrypts with its "bond" on request (docs/virtual-radio.md §4.1).
+    func link(_ bearer: SocketBearer) -> any ATTBearer {
+        VirtualSecureLink(bearer, role: .peripheral(maximum: .medium))
+    }
+
     func linkEnded(_ bearer: SocketBearer) async {
         await bearer.close()
     }
@@ -101,6 +118,12 @@ final class BlueZSimulatorEndpoint: SimulatorEndpoint {
     func accept() async throws(BearerError) -> SocketBearer {
         try await peripheral.accept(drainingBeforeDisconnect: true)
     }
+
+    /// The controller ended legacy connectable advertising when the connection was made (Core v5.4 Vol 6 Part B
+    /// §4.4.2.4); `advertise` turns it on again after the link.
+    func connected() async {}
+
+    func link(_ bearer: SocketBearer) -> any ATTBearer { BlueZSecureLink(bearer) }
 
     /// Closes the socket and then drops the LE link, as a rebooting device does (the kernel would otherwise keep it
     /// for seconds, and the central would wait for the disconnect). The peripheral first waits until the socket's

@@ -27,13 +27,34 @@ struct SimulatedDeviceRequest: Hashable, Sendable {
     var isPath: Bool { name.contains("/") || name.hasSuffix(".json") }
 }
 
+/// A simulated device's profile: Secure DFU, or Legacy DFU (`"family": "legacy"` in its JSON).
+enum SimulatedProfile: Sendable {
+    case secure(DeviceProfile)
+    case legacy(LegacyDeviceProfile)
+
+    var name: String {
+        switch self {
+        case .secure(let profile): profile.name
+        case .legacy(let profile): profile.name
+        }
+    }
+
+    var address: BluetoothAddress {
+        switch self {
+        case .secure(let profile): profile.address
+        case .legacy(let profile): profile.address
+        }
+    }
+}
+
 /// One device instance ready to run: its profile after overrides and the faults it injects.
 struct SimulatedDeviceSpec: Sendable {
-    var profile: DeviceProfile
+    var device: SimulatedProfile
     var faults: FaultPlan
 
     /// The identity (application-mode) address: the key of its status and state files.
-    var identity: BluetoothAddress { profile.address }
+    var identity: BluetoothAddress { device.address }
+    var name: String { device.name }
 }
 
 /// Profile lookup and command-line overrides for `bledfu simulate`.
@@ -62,8 +83,16 @@ enum SimulatorProfiles {
         return nil
     }
 
-    /// Loads the profile a request names.
+    /// Loads the Secure DFU profile a request names (a Legacy profile is refused).
     static func load(_ request: SimulatedDeviceRequest) throws -> DeviceProfile {
+        guard case .secure(let profile) = try loadAny(request) else {
+            throw CLIError("'\(request.name)' is a Legacy DFU profile; this command takes Secure DFU profiles", exitCode: BledfuExit.usage)
+        }
+        return profile
+    }
+
+    /// Loads the profile a request names: a Legacy DFU profile when its JSON says `"family": "legacy"`.
+    static func loadAny(_ request: SimulatedDeviceRequest) throws -> SimulatedProfile {
         let url: URL
         if request.isPath {
             url = URL(fileURLWithPath: request.name)
@@ -81,8 +110,12 @@ enum SimulatorProfiles {
         } catch {
             throw CLIError("no device profile '\(request.name)' (\(url.path) unreadable)", exitCode: BledfuExit.usage)
         }
+        struct Family: Decodable { var family: String? }
         do {
-            return try JSONDecoder().decode(DeviceProfile.self, from: data)
+            if (try? JSONDecoder().decode(Family.self, from: data))?.family == "legacy" {
+                return .legacy(try JSONDecoder().decode(LegacyDeviceProfile.self, from: data))
+            }
+            return .secure(try JSONDecoder().decode(DeviceProfile.self, from: data))
         } catch {
             throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
         }
@@ -93,15 +126,34 @@ enum SimulatorProfiles {
     static func instance(_ profile: DeviceProfile, index: Int, of count: Int) -> DeviceProfile {
         guard count > 1 else { return profile }
         var copy = profile
-        var bytes = profile.address.bytes
-        bytes[4] = bytes[4] &+ UInt8(truncatingIfNeeded: index)
-        copy.address = BluetoothAddress(bytes: bytes) ?? profile.address
+        copy.address = instanceAddress(profile.address, index: index)
         copy.name = "\(profile.name)-\(index + 1)"
         return copy
     }
 
+    static func instance(_ profile: SimulatedProfile, index: Int, of count: Int) -> SimulatedProfile {
+        switch profile {
+        case .secure(let secure): return .secure(instance(secure, index: index, of: count))
+        case .legacy(var legacy):
+            guard count > 1 else { return profile }
+            legacy.address = instanceAddress(legacy.address, index: index)
+            legacy.name = "\(legacy.name)-\(index + 1)"
+            return .legacy(legacy)
+        }
+    }
+
+    static func instanceAddress(_ address: BluetoothAddress, index: Int) -> BluetoothAddress {
+        var bytes = address.bytes
+        bytes[4] = bytes[4] &+ UInt8(truncatingIfNeeded: index)
+        return BluetoothAddress(bytes: bytes) ?? address
+    }
+
     /// Every address a device may advertise at (application and bootloader mode).
     static func addresses(_ profile: DeviceProfile) -> Set<BluetoothAddress> {
+        [profile.address, profile.address.nordicBootloaderAddress]
+    }
+
+    static func addresses(_ profile: SimulatedProfile) -> Set<BluetoothAddress> {
         [profile.address, profile.address.nordicBootloaderAddress]
     }
 
@@ -129,6 +181,13 @@ enum SimulatorFiles {
         address.description.replacingOccurrences(of: ":", with: "-") + ".state.json"
     }
 
+    /// The Legacy device's flash `--state-dir` kept (nil when absent or unreadable).
+    static func loadLegacyPersistentState(_ identity: BluetoothAddress, from stateDirectory: String) -> LegacyPersistentState? {
+        let path = stateDirectory + "/" + persistentStateName(identity)
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode(LegacyPersistentState.self, from: data)
+    }
+
     /// The flash and settings `--state-dir` kept for the device with this identity (nil when absent or unreadable).
     static func loadPersistentState(_ identity: BluetoothAddress, from stateDirectory: String)
         -> DevicePersistentState?
@@ -149,6 +208,24 @@ struct ProfileOverrides: Sendable {
     var publicKeys: [String]?
     var saveProgress: Bool?
     var speedup: Double?
+
+    /// What applies to a Legacy device: the SoftDevice FWID, the application version, the speedup.
+    func apply(to profile: inout SimulatedProfile) {
+        switch profile {
+        case .secure(var secure):
+            apply(to: &secure)
+            profile = .secure(secure)
+        case .legacy(var legacy):
+            if let softDeviceFWID { legacy.softDeviceFWID = softDeviceFWID }
+            if let applicationVersion {
+                var image = legacy.installed.application ?? InstalledImage(version: applicationVersion)
+                image.version = applicationVersion
+                legacy.installed.application = image
+            }
+            if let speedup { legacy.speedup = speedup }
+            profile = .legacy(legacy)
+        }
+    }
 
     func apply(to profile: inout DeviceProfile) {
         if let hwVersion { profile.hwVersion = hwVersion }
@@ -182,7 +259,32 @@ struct ProfileOverrides: Sendable {
 /// `--describe`: a device's profile and its link ceilings.
 enum SimulatorDescription {
     static func emit(_ spec: SimulatedDeviceSpec, json: Bool) {
-        let profile = spec.profile
+        switch spec.device {
+        case .secure(let profile): emit(profile, json: json)
+        case .legacy(let profile): emitLegacy(profile, json: json)
+        }
+    }
+
+    /// A Legacy profile: kind, chip, banks, buffers, the link and flash ceilings.
+    static func emitLegacy(_ profile: LegacyDeviceProfile, json: Bool) {
+        let ceiling = LinkModel(link: profile.link, flash: profile.flash).ceiling(mtu: 23)
+        if json {
+            Console.jsonLine(LegacyDescribeEvent(name: profile.name, address: profile.address.description, profile: profile))
+            return
+        }
+        let app = profile.installed.application.map { "app v\($0.version)" } ?? "no app"
+        print(
+            "\(profile.name) \(profile.address) \(profile.addressType) \(profile.chip) Legacy DFU \(profile.kind.rawValue)"
+                + " \(profile.sdkVersion) sd_fwid 0x\(String(profile.softDeviceFWID, radix: 16, uppercase: true))"
+                + " \(profile.dualBank ? "dual" : "single") bank, \(app), bootloader \(profile.bootloaderName)")
+        print(
+            "  link: \(profile.link.phy) LL \(profile.link.llDataLength) MTU \(profile.link.maxMTU) CI \(profile.link.connectionIntervalMs) ms;"
+                + " \(profile.receiveBuffers) RX buffers, flash queue \(profile.flash.queueDepth), timer \(profile.inactivityTimeoutSeconds) s")
+        print(
+            "  ceiling (20-byte packets): air \(Int(ceiling.airWriteWithoutResponse.rounded())) B/s, flash \(Int(ceiling.flash.rounded())) B/s")
+    }
+
+    static func emit(_ profile: DeviceProfile, json: Bool) {
         let ceiling = LinkModel(profile: profile).ceiling()
         if json {
             let event = DescribeEvent(
@@ -218,6 +320,14 @@ enum SimulatorDescription {
                 + " (air \(Int(ceiling.airWriteWithoutResponse.rounded())), flash \(Int(ceiling.flash.rounded())))"
                 + ", write with response \(Int(ceiling.writeWithResponse.rounded())) B/s")
     }
+}
+
+/// The NDJSON line `--describe --json` prints per Legacy device.
+struct LegacyDescribeEvent: Encodable {
+    var event = "device"
+    var name: String
+    var address: String
+    var profile: LegacyDeviceProfile
 }
 
 /// The NDJSON line `--describe --json` prints per device.

@@ -155,10 +155,13 @@ struct SimulateRun: AsyncParsableCommand {
         var used: [BluetoothAddress: String] = [:]
         for text in devices {
             let request = try SimulatedDeviceRequest(parsing: text)
-            let base = try SimulatorProfiles.load(request)
+            let base = try SimulatorProfiles.loadAny(request)
             for index in 0..<request.count {
                 var profile = SimulatorProfiles.instance(base, index: index, of: request.count)
-                SimulatorProfiles.restore(&profile, from: stateDir)
+                if case .secure(var secure) = profile {
+                    SimulatorProfiles.restore(&secure, from: stateDir)
+                    profile = .secure(secure)
+                }
                 overrides.apply(to: &profile)
                 for address in SimulatorProfiles.addresses(profile) {
                     if let other = used[address] {
@@ -168,7 +171,7 @@ struct SimulateRun: AsyncParsableCommand {
                     }
                     used[address] = profile.name
                 }
-                specs.append(SimulatedDeviceSpec(profile: profile, faults: faults))
+                specs.append(SimulatedDeviceSpec(device: profile, faults: faults))
             }
         }
         return specs

@@ -76,6 +76,16 @@ struct bledfu_hci_dev_list {
     struct hci_dev_req dev_req[HCI_MAX_DEV];
 };
 
+/* ---- Peer credentials of a Unix socket (SO_PEERCRED; struct ucred needs _GNU_SOURCE, so its layout is here). ---- */
+
+/// `struct ucred` (socket(7)): pid@0, uid@4, gid@8.
+struct bledfu_ucred {
+    int32_t pid;
+    uint32_t uid;
+    uint32_t gid;
+};
+static const int BLEDFU_SO_PEERCRED = SO_PEERCRED;                /* 17 */
+
 /* ---- HCIGETCONNLIST: the adapter's links (no capability needed). ---- */
 
 static inline unsigned long bledfu_hcigetconnlist(void) BLEDFU_SWIFT("getter:BLEDFU_HCIGETCONNLIST()");

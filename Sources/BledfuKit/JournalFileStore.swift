@@ -1,45 +1,45 @@
+import DFUCore
 import Foundation
 import PlatformIO
-import SecureDFU
 import SystemPackage
 
-/// One journal file as stored on disk: the engine's journal plus what `bledfu resume` needs to start again.
+/// One journal file as stored on disk: the updater's journal plus what `bledfu resume` needs to start again.
 ///
 ///     {"packagePath":"/abs/app.zip","adapter":"hci0","addressType":"random","updated":"2026-11-21T02:40:00Z",
-///      "journal":{"deviceAddress":"C0:FF:EE:00:00:01","packageSHA256":"9f86…","partIndex":0,"executed":[…]}}
-struct JournalFile: Codable, Hashable, Sendable {
-    var packagePath: String
-    var adapter: String
-    var addressType: String
-    var updated: String
-    var journal: DFUJournal
+///      "journal":{"deviceAddress":"C0:FF:EE:00:00:01","packageSHA256":"9f86…","family":"secure","partIndex":0,
+///                 "confirmedBytes":4096,"resume":{"executed":[…]}}}
+///
+/// Files written before families existed (`"journal":{…,"executed":[…]}`) read as Secure DFU journals.
+public struct JournalFile: Codable, Hashable, Sendable {
+    public var packagePath: String
+    public var adapter: String
+    public var addressType: String
+    public var updated: String
+    public var journal: UpdateJournal
 }
 
-/// ``JournalStore`` over one JSON file per (device address, package SHA-256) in a state directory
+/// ``UpdateJournalStore`` over one JSON file per (device address, package SHA-256) in a state directory
 /// (`--state-dir`, else `$XDG_STATE_HOME/bledfu`, else `~/.local/state/bledfu`). Every save writes a temporary file
-/// and renames it over the old one, so a crash leaves either the old or the new journal.
-final class JournalFileStore: JournalStore, @unchecked Sendable {
-    let directory: URL
-    let packagePath: String
-    let adapter: String
-    let addressType: String
-    /// Called after every successful save (the Ctrl-C safe point hangs here).
-    private let onSaved: @Sendable (DFUJournal) async -> Void
+/// and renames it over the old one (through PlatformIO's syscall wrappers), so a crash leaves either the old or the
+/// new journal.
+public final class JournalFileStore: UpdateJournalStore, @unchecked Sendable {
+    // @unchecked: the stored properties are constants; `lock` serialises the writes.
+    public let directory: URL
+    /// What `bledfu resume` needs to start again, stored beside each journal.
+    public let packagePath: String
+    public let adapter: String
+    public let addressType: String
     private let lock = NSLock()
 
-    init(
-        directory: URL, packagePath: String, adapter: String, addressType: String,
-        onSaved: @escaping @Sendable (DFUJournal) async -> Void = { _ in }
-    ) {
+    public init(directory: URL, packagePath: String, adapter: String, addressType: String) {
         self.directory = directory
         self.packagePath = packagePath
         self.adapter = adapter
         self.addressType = addressType
-        self.onSaved = onSaved
     }
 
     /// The default state directory for this environment.
-    static func defaultDirectory(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+    public static func defaultDirectory(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty {
             return URL(fileURLWithPath: xdg).appendingPathComponent("bledfu")
         }
@@ -48,20 +48,20 @@ final class JournalFileStore: JournalStore, @unchecked Sendable {
     }
 
     /// `C0FFEE000001-<sha256>.json`.
-    static func fileName(deviceAddress: String, packageSHA256: String) -> String {
+    public static func fileName(deviceAddress: String, packageSHA256: String) -> String {
         let address = deviceAddress.uppercased().filter { $0.isHexDigit }
         return "\(address)-\(packageSHA256.lowercased()).json"
     }
 
-    func url(deviceAddress: String, packageSHA256: String) -> URL {
+    public func url(deviceAddress: String, packageSHA256: String) -> URL {
         directory.appendingPathComponent(Self.fileName(deviceAddress: deviceAddress, packageSHA256: packageSHA256))
     }
 
-    func load(deviceAddress: String, packageSHA256: String) async throws(JournalStoreError) -> DFUJournal? {
+    public func load(deviceAddress: String, packageSHA256: String) async throws(JournalError) -> UpdateJournal? {
         try loadFile(url(deviceAddress: deviceAddress, packageSHA256: packageSHA256))?.journal
     }
 
-    func save(_ journal: DFUJournal) async throws(JournalStoreError) {
+    public func save(_ journal: UpdateJournal) async throws(JournalError) {
         let file = JournalFile(
             packagePath: packagePath, adapter: adapter, addressType: addressType,
             updated: ISO8601DateFormatter().string(from: Date()), journal: journal)
@@ -78,39 +78,38 @@ final class JournalFileStore: JournalStore, @unchecked Sendable {
                     try FileIO.writeAtomically(target.path, Array(data), temporaryPath: temporary.path)
                 } catch {
                     try? FileManager.default.removeItem(at: temporary)
-                    throw JournalStoreError("cannot write \(target.path): \(error)")
+                    throw JournalError(.unwritable, "cannot write \(target.path): \(error)", cause: error)
                 }
             }
-        } catch let error as JournalStoreError {
+        } catch let error as JournalError {
             throw error
         } catch {
-            throw JournalStoreError("cannot write \(target.path): \(error.localizedDescription)")
+            throw JournalError(.unwritable, "cannot write \(target.path): \(error.localizedDescription)", cause: error)
         }
-        await onSaved(journal)
     }
 
-    func remove(deviceAddress: String, packageSHA256: String) async throws(JournalStoreError) {
+    public func remove(deviceAddress: String, packageSHA256: String) async throws(JournalError) {
         let target = url(deviceAddress: deviceAddress, packageSHA256: packageSHA256)
         guard FileManager.default.fileExists(atPath: target.path) else { return }
         do {
             try FileManager.default.removeItem(at: target)
         } catch {
-            throw JournalStoreError("cannot remove \(target.path): \(error.localizedDescription)")
+            throw JournalError(.unwritable, "cannot remove \(target.path): \(error.localizedDescription)", cause: error)
         }
     }
 
     /// Reads one journal file; nil when it does not exist.
-    func loadFile(_ url: URL) throws(JournalStoreError) -> JournalFile? {
+    public func loadFile(_ url: URL) throws(JournalError) -> JournalFile? {
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
         do {
             return try JSONDecoder().decode(JournalFile.self, from: Data(contentsOf: url))
         } catch {
-            throw JournalStoreError("\(url.path) is not a bledfu journal: \(error.localizedDescription)")
+            throw JournalError(.unreadable, "\(url.path) is not a bledfu journal: \(error.localizedDescription)", cause: error)
         }
     }
 
     /// Every journal in `directory`, newest first (for `bledfu resume`).
-    static func all(in directory: URL) -> [(url: URL, file: JournalFile)] {
+    public static func all(in directory: URL) -> [(url: URL, file: JournalFile)] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         var found: [(url: URL, file: JournalFile)] = []
         for name in names where name.hasSuffix(".json") && !name.hasPrefix(".") {

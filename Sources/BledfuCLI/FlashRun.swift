@@ -1,0 +1,187 @@
+import BLECore
+import BledfuKit
+import DFUCore
+import DFUPackage
+import Foundation
+import PlatformIO
+import SecureDFU
+import Synchronization
+
+/// Which parts of a package to send (`--scope`).
+typealias FlashScope = PartScope
+
+/// Everything `flash`/`resume` decided from the command line.
+struct FlashSettings: Sendable {
+    enum Target: Sendable {
+        case address(BluetoothAddress)
+        case name(String)
+
+        var isAddress: Bool { if case .address = self { true } else { false } }
+    }
+
+    var packagePath: String
+    var keyPaths: [String] = []
+    var pacing: String = "adaptive"
+    var scope: FlashScope = .all
+    var family: String = "auto"
+    var stateDirectory: URL
+    var abortOnCancel = false
+    var bootloaderName: String?
+    var scanTimeout: Double = 10
+    var rebootDelay: Double = 0.5
+    var reconnectAttempts = 5
+    var target: Target
+    var addressType: AddressType = .random
+    var security: UInt8?
+    var adapter: String
+    var json = false
+    var verbose = false
+    var timeout: Double = 10
+    var capture: String?
+
+    static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
+
+    /// The updater's request: the package read (and its keys), the device, the options.
+    func request() throws(CLIError) -> UpdateRequest {
+        let package: PackageSource
+        do {
+            package = try PackageSource(contentsOf: URL(fileURLWithPath: packagePath))
+        } catch {
+            throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+        }
+        var keys: [String] = []
+        for path in keyPaths {
+            do {
+                keys.append(try PackageKeys.readPEM(URL(fileURLWithPath: path)))
+            } catch {
+                throw PackageCLI.cliError(error)
+            }
+        }
+        let peer: UpdateTarget
+        switch target {
+        case .address(let address): peer = .address(PeerAddress(address, type: addressType))
+        case .name(let name): peer = .name(name)
+        }
+        let options = UpdateOptions(
+            scope: scope, verificationKeys: keys, pacing: pacing, responseTimeout: Self.duration(timeout),
+            bootloaderName: bootloaderName, abortOnCancel: abortOnCancel, rebootDelay: Self.duration(rebootDelay))
+        return UpdateRequest(
+            package: package, target: peer, family: family == "auto" ? nil : DFUFamilyID(family), options: options,
+            reconnect: ReconnectPolicy(attempts: reconnectAttempts), scanTimeout: Self.duration(scanTimeout),
+            connectTimeout: Self.duration(timeout), securityLevel: security)
+    }
+}
+
+/// Runs one update through the library's ``Updater``: renders its events, turns Ctrl-C into a stop at a safe point
+/// (or an abort), and its end into the result line and the exit code. Throws a ``CLIError`` on failure.
+func runFlash(_ settings: FlashSettings) async throws {
+    if settings.json { ReaderWatch.start() }
+    let renderer = FlashRenderer(json: settings.json)
+    let run: UpdateRun
+    let capture = CaptureHook(path: settings.capture, verbose: settings.verbose)
+    defer { capture.close() }
+    do {
+        let request = try settings.request()
+        let store = JournalFileStore(
+            directory: settings.stateDirectory, packagePath: URL(fileURLWithPath: settings.packagePath).path,
+            adapter: settings.adapter, addressType: settings.addressType.rawValue)
+        let updater = Updater(
+            adapter: try makeFlashAdapter(settings.adapter), clock: ContinuousClock(), journal: store,
+            wrapBearer: capture.wrap)
+        run = updater.start(request)
+    } catch {
+        let failure = error as? CLIError ?? CLIError("\(error)", exitCode: BledfuExit.failure)
+        renderer.finish(UpdateSummary(success: false, exitCode: Int(failure.exitCode), statistics: UpdateStatistics(), message: failure.message))
+        throw failure
+    }
+    let interrupts = InterruptHandler {
+        if settings.abortOnCancel, run.isTransferring {
+            run.cancel()
+        } else if run.stop() {
+            renderer.render(.message("stopping after the current object (Ctrl-C again to quit at once)"))
+        } else {
+            Console.errorRaw("bledfu: interrupted")
+            exit(BledfuExit.interrupted)
+        }
+    }
+    defer { interrupts.cancel() }
+    let device = Mutex(settings.target.addressText)
+    for await event in run {
+        if case .connecting(let address) = event { device.withLock { $0 = address } }
+        renderer.render(event)
+    }
+    do {
+        let result = try await run.result()
+        renderer.finish(UpdateSummary(success: true, exitCode: 0, statistics: result.statistics))
+    } catch {
+        let failure = flashFailure(error, settings: settings, device: device.withLock { $0 })
+        renderer.finish(
+            UpdateSummary(
+                success: false, exitCode: Int(failure.exitCode), error: error.code.rawValue, statistics: run.statistics,
+                message: failure.message))
+        throw failure
+    }
+}
+
+extension FlashSettings.Target {
+    var addressText: String {
+        switch self {
+        case .address(let address): address.description
+        case .name(let name): name
+        }
+    }
+}
+
+/// The CLI's line for an update's error: the message, how to continue when the upload is resumable, and the
+/// exit code from the registry.
+func flashFailure(_ error: DFUError, settings: FlashSettings, device: String) -> CLIError {
+    let hint = "bledfu resume --device \(device)" + (settings.adapter == "any" ? "" : " --adapter \(settings.adapter)")
+    var message = error.message
+    switch error.code {
+    case .stopped: message += "; continue with: \(hint)"
+    case .linkLost, .timeout, .transport, .unconfirmed:
+        if settings.reconnectAttempts == 0 { message += " (--reconnect-attempts 0)" }
+        message += "; continue later with: \(hint)"
+    default: break
+    }
+    return CLIError(message, exitCode: FlashExit.code(for: error))
+}
+
+/// `--capture` and `--verbose` for every link of an update: one capture file across reconnects, opened with the
+/// first link's connection handle.
+final class CaptureHook: Sendable {
+    let path: String?
+    let verbose: Bool
+    private let writer = Mutex<BTSnoopWriter?>(nil)
+
+    init(path: String?, verbose: Bool) {
+        self.path = path
+        self.verbose = verbose
+    }
+
+    var wrap: Updater.BearerWrapper? {
+        guard path != nil || verbose else { return nil }
+        return { [self] bearer throws(DFUError) in try self.wrapping(bearer) }
+    }
+
+    func wrapping(_ bearer: any ATTBearer) throws(DFUError) -> any ATTBearer {
+        var observers: [any PDUObserver] = []
+        if let path {
+            let opened = try writer.withLock { writer throws(DFUError) -> BTSnoopWriter in
+                if let writer { return writer }
+                do {
+                    let created = try BTSnoopWriter(path: path, handle: bearer.linkInfo.connectionHandle ?? BTSnoopWriter.defaultHandle)
+                    writer = created
+                    return created
+                } catch {
+                    throw DFUError(DFUError.Code("capture"), "cannot write capture file \(path): \(error)", cause: error)
+                }
+            }
+            observers.append(opened)
+        }
+        if verbose { observers.append(TraceObserver()) }
+        return CapturingBearer(wrapping: bearer, observers: observers)
+    }
+
+    func close() { writer.withLock { $0?.close() } }
+}

@@ -1,0 +1,31 @@
+import Crypto
+import DFUCore
+import Foundation
+
+extension PackageSource {
+    /// Reads a package (or image) file and computes its SHA-256 (the journal's key).
+    public init(contentsOf url: URL) throws(DFUError) {
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw DFUError(.invalidPackage, "cannot read \(url.path)")
+        }
+        let bytes = [UInt8](data)
+        self.init(fileName: url.lastPathComponent, bytes: bytes, sha256: Self.sha256(bytes))
+    }
+
+    /// Lowercase hex SHA-256.
+    public static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
+    }
+}
+
+extension UpdateRequest {
+    /// A request for the package file at `url`.
+    public init(packageAt url: URL, target: UpdateTarget, family: DFUFamilyID? = nil, options: UpdateOptions = UpdateOptions())
+        throws(DFUError)
+    {
+        self.init(package: try PackageSource(contentsOf: url), target: target, family: family, options: options)
+    }
+}

@@ -1,0 +1,199 @@
+import BLECore
+import DFUCore
+import Synchronization
+
+/// Every part of one family's plan, in order, over as many links as it takes: the updater's part of
+/// `bledfu flash` after the first connection. A lost link is retried under the request's ``ReconnectPolicy``
+/// (episodes without progress in a row are bounded); an unacknowledged last step is settled by looking at the
+/// device; a part the device already holds is skipped (unless it is the last); a stop request ends the run at the
+/// family's next safe point with ``DFUError/Code/stopped``.
+struct PartLoop<F: DFUFamily> {
+    let family: F
+    let plan: FamilyPlan<F.Part>
+    let flow: UpdateFlow
+    let session: any FamilySession
+    let options: UpdateOptions
+    /// The application's place: after an update or a system part the device may boot it.
+    let application: DeviceLocation
+    var connection: DFULink?
+    /// Where the updater was last found.
+    var location: DeviceLocation
+    var journal: UpdateJournal
+    var partIndex: Int
+    var budget: ReconnectBudget
+    var lastLoss: DFUError?
+    var unconfirmed = false
+
+    init(session: TypedFamilySession<F>, plan: FamilyPlan<F.Part>, flow: UpdateFlow, link: DFULink, journal: UpdateJournal?)
+        async
+    {
+        self.family = session.family
+        self.plan = plan
+        self.flow = flow
+        self.session = session
+        self.options = flow.request.options
+        let applicationPeer = await flow.applicationPeer ?? link.peer
+        application = DeviceLocation(applicationPeer)
+        connection = link
+        location = DeviceLocation(link.peer)
+        var start = await flow.freshJournal(family: session.family.id, partIndex: 0)
+        if let journal {
+            if journal.family == session.family.id {
+                start = journal
+            } else {
+                flow.emit(.warning("the journal is for \(journal.family), the device speaks \(session.family.id): starting afresh"))
+            }
+        }
+        self.journal = start
+        partIndex = max(0, min(start.partIndex, plan.parts.count - 1))
+        budget = ReconnectBudget(policy: flow.request.reconnect)
+    }
+
+    mutating func run() async throws(DFUError) -> String? {
+        let count = plan.parts.count
+        while partIndex < count {
+            let part = plan.parts[partIndex]
+            var after: PartOutcome.After?
+            if connection == nil, unconfirmed {
+                // The last step went unacknowledged: the device runs its application if it took effect.
+                unconfirmed = false
+                connection = try await flow.confirmInstalled(location.merged(with: application), session: session)
+                if connection != nil { flow.meter.countLinkLoss() }  // still in the updater: the step never arrived
+                if connection == nil {
+                    flow.emit(.message("\(part.name): the device restarted into its application: the last step took effect"))
+                    after = .resets(location)
+                }
+            }
+            if after == nil {
+                if connection == nil {
+                    // The device may come back in its updater, or in its application (a power loss on a dual-bank
+                    // device boots the old application): look at both places.
+                    let link = try await flow.reconnect(location.merged(with: application), after: lastLoss, session: session)
+                    connection = link
+                    location = DeviceLocation(link.peer)
+                }
+                guard let link = connection else { continue }
+                let before = journal.confirmedBytes
+                do {
+                    after = try await upload(part, on: link).after
+                } catch {
+                    await link.close()
+                    connection = nil
+                    try await failed(error, part: part, confirmedBefore: before)
+                    continue
+                }
+            }
+            flow.emit(.partCompleted(part: partIndex + 1, name: part.name))
+            partIndex += 1
+            budget = ReconnectBudget(policy: budget.policy)
+            lastLoss = nil
+            journal = await flow.freshJournal(family: family.id, partIndex: partIndex)
+            if partIndex < count { await flow.saveJournal(journal) }
+            if case .resets(let next)? = after {
+                // The device resets into its updater or, after a system part, into the application (then jump).
+                await connection?.close()
+                connection = nil
+                location = next.merged(with: application)
+                if partIndex < count { try await flow.pause(options.rebootDelay) }
+            }
+        }
+        let finished: FinishOutcome
+        do {
+            finished = try await family.finish(
+                plan, on: connection, location: location.merged(with: application), context: flow.context)
+        } catch {
+            await connection?.close()
+            throw error.from(family.id)
+        }
+        await connection?.close()
+        return finished.summary
+    }
+
+    /// One part over one link, with the journal kept at every safe point the family reports.
+    mutating func upload(_ part: F.Part, on link: DFULink) async throws(DFUError) -> PartOutcome {
+        let index = partIndex
+        let count = plan.parts.count
+        flow.emit(.uploading(part: index + 1, parts: count, name: part.name, bytes: part.byteCount))
+        var resume: F.Resume?
+        if journal.partIndex == index, let payload = journal.resume {
+            do {
+                resume = try payload.decode(F.Resume.self)
+            } catch {
+                flow.emit(.warning("\(error); sending \(part.name) from its start"))
+            }
+        }
+        let box = Mutex(journal)
+        let flow = self.flow
+        let context = PartContext<F.Resume>(
+            update: flow.context, index: index, count: count, resume: resume,
+            checkpoint: { state, confirmed in
+                let payload: ResumePayload?
+                do {
+                    payload = try ResumePayload(state)
+                } catch {
+                    flow.emit(.warning("\(error)"))
+                    payload = nil
+                }
+                let updated = box.withLock { journal -> UpdateJournal in
+                    journal.partIndex = index
+                    journal.confirmedBytes = confirmed
+                    journal.resume = payload
+                    return journal
+                }
+                await flow.saveJournal(updated)
+            },
+            progress: { progress in flow.emit(.progress(flow.meter.report(progress, part: index, parts: count))) })
+        flow.meter.beginRun(base: journal.partIndex == index ? journal.confirmedBytes : 0)
+        defer { flow.meter.endRun() }
+        do {
+            let outcome = try await family.upload(part, on: link, context: context)
+            journal = box.withLock { $0 }
+            return outcome
+        } catch {
+            journal = box.withLock { $0 }
+            throw error.from(family.id)
+        }
+    }
+
+    /// A part failed over its link: stop, skip, retry or give up.
+    mutating func failed(_ error: DFUError, part: F.Part, confirmedBefore before: Int) async throws(DFUError) {
+        if flow.stop.isRequested || [.stopped, .cancelled].contains(error.code) {
+            if error.code == .cancelled {
+                if options.abortOnCancel {
+                    await flow.removeJournal()
+                    throw DFUError(.cancelled, "aborted: the device discarded the upload", cause: error, family: family.id)
+                }
+                throw DFUError(.cancelled, "cancelled; the upload is resumable", cause: error, family: family.id)
+            }
+            throw DFUError(.stopped, "stopped at a safe point", cause: error, family: family.id)
+        }
+        if partIndex < plan.parts.count - 1, error.code == .alreadyPresent {
+            flow.emit(.message("\(part.name): \(error.message); skipping to the next part"))
+            flow.emit(.partSkipped(part: partIndex + 1, name: part.name, reason: error.message))
+            flow.meter.countSkipped()
+            partIndex += 1
+            journal = await flow.freshJournal(family: family.id, partIndex: partIndex)
+            return
+        }
+        guard error.isLinkLoss || error.code == .unconfirmed else {
+            throw DFUError(error.code, "\(part.name): \(error.message)", cause: error.cause ?? error, family: family.id)
+        }
+        if error.code == .unconfirmed {
+            // Not a loss: the next connection only looks where the device is.
+            unconfirmed = true
+            if let next = error.location { location = next }
+            return
+        }
+        lastLoss = error
+        // The family may know better where the device comes back (Legacy DFU: a reset moves the bootloader to
+        // address + 1, or brings a dual-bank device's old application back at its address).
+        if let next = error.location { location = next.merged(with: location) }
+        flow.meter.countLinkLoss()
+        guard budget.linkLost(progressed: journal.confirmedBytes > before) else {
+            let attempts = budget.policy.attempts
+            let why = attempts == 0 ? "not reconnecting" : "no progress after \(attempts) reconnect episodes"
+            throw DFUError(error.code, "\(part.name): \(error.message) (\(why))", cause: error.cause ?? error, family: family.id)
+        }
+        flow.emit(.warning("\(part.name): \(error.message); reconnecting"))
+    }
+}

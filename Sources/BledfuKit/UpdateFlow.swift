@@ -1,0 +1,143 @@
+import BLECore
+import DFUCore
+import GATT
+import Logging
+import Synchronization
+
+/// The flow of one update (``UpdateRun`` runs it): pick the family, find and connect to the device, open its
+/// updater (jumping from the application when needed), then hand over to the family's part loop
+/// (``TypedFamilySession``). Connections, scans and reconnects are in `UpdateFlow+Connect.swift`.
+actor UpdateFlow {
+    let updater: Updater
+    let request: UpdateRequest
+    nonisolated let stop = StopSignal()
+    nonisolated let meter: ProgressMeter
+    private nonisolated let continuation: AsyncStream<UpdateEvent>.Continuation
+    /// Between the first connection and the end of the last part: a stop then waits for a safe point.
+    private nonisolated let underWay = Mutex(false)
+    /// The device's address as given (or found by name): the journal's key.
+    var deviceAddress = ""
+    /// The application's address: where the device is after an update or a system part.
+    var applicationPeer: PeerAddress?
+
+    init(updater: Updater, request: UpdateRequest, events: AsyncStream<UpdateEvent>.Continuation) {
+        self.updater = updater
+        self.request = request
+        self.continuation = events
+        self.meter = ProgressMeter(clock: updater.clock)
+    }
+
+    nonisolated func emit(_ event: UpdateEvent) { continuation.yield(event) }
+
+    var clock: UpdateClock { updater.clock }
+    var logger: Logger { updater.logger }
+
+    /// The context families work in.
+    nonisolated var context: UpdateContext {
+        UpdateContext(
+            clock: updater.clock, options: request.options, stop: stop, logger: updater.logger,
+            emit: { [continuation] event in continuation.yield(event) },
+            connect: { [weak self] location throws(DFUError) in
+                guard let self else { throw DFUError(.cancelled, "the update ended") }
+                return try await self.findAndConnect(location, notFound: .notFound).link
+            })
+    }
+
+    /// Records the stop request; returns whether a transfer is under way (then the stop waits for a safe point).
+    nonisolated func requestStop() -> Bool {
+        let running = underWay.withLock { $0 }
+        stop.request()
+        return running
+    }
+
+    nonisolated func setUnderWay(_ value: Bool) { underWay.withLock { $0 = value } }
+
+    nonisolated var isTransferring: Bool { underWay.withLock { $0 } }
+
+    func run() async throws(DFUError) -> UpdateResult {
+        let sessions = try planAll()
+        let peer = try await resolveTarget()
+        deviceAddress = peer.address.description
+        applicationPeer = peer
+        let journal = await loadJournal()
+        emit(.connecting(address: deviceAddress))
+        let (link, session) = try await openFirst(peer, sessions: sessions)
+        setUnderWay(true)
+        defer { setUnderWay(false) }
+        let summary = try await session.runParts(flow: self, link: link, journal: journal)
+        meter.finish()
+        await removeJournal()
+        emit(.completed(address: deviceAddress))
+        return UpdateResult(
+            family: session.id, deviceAddress: deviceAddress, statistics: meter.statistics, summary: summary)
+    }
+
+    // MARK: Families and the package
+
+    /// Every candidate family with its plan of the package (or why it has none). Throws when no family can plan
+    /// it: the most telling error (a malformed package before "another family's package").
+    func planAll() throws(DFUError) -> [any FamilySession] {
+        var families = updater.families
+        if let wanted = request.family {
+            families = families.filter { $0.id == wanted }
+            guard !families.isEmpty else {
+                let known = updater.families.map(\.id.rawValue).joined(separator: ", ")
+                throw DFUError(.unknownFamily, "no family '\(wanted)' is registered (available: \(known))")
+            }
+        }
+        let sessions = families.map { makeSession($0) }
+        let planned = sessions.filter { $0.planError == nil }
+        guard !planned.isEmpty else {
+            let errors = sessions.compactMap(\.planError)
+            if let invalid = errors.first(where: { $0.code == .invalidPackage }) { throw invalid }
+            // Every family says "not mine": a package none of them reads is an invalid package.
+            throw DFUError(
+                .invalidPackage, errors.map(\.message).joined(separator: "; "), cause: errors.count == 1 ? errors[0] : nil)
+        }
+        if planned.count == 1 { planned[0].reportPlan(self) }
+        return sessions
+    }
+
+    nonisolated func makeSession<F: DFUFamily>(_ family: F) -> any FamilySession {
+        TypedFamilySession(family: family, package: request.package, options: request.options)
+    }
+
+    // MARK: Journal
+
+    func loadJournal() async -> UpdateJournal? {
+        let sha = request.package.sha256
+        let journal: UpdateJournal?
+        do {
+            journal = try await updater.journalStore.load(deviceAddress: deviceAddress, packageSHA256: sha)
+        } catch {
+            emit(.warning("\(error); starting afresh"))
+            return nil
+        }
+        if let journal, journal.partIndex > 0 || journal.confirmedBytes > 0 {
+            emit(
+                .message(
+                    "continuing a previous upload: part \(journal.partIndex + 1), \(journal.confirmedBytes) bytes executed"))
+        }
+        return journal
+    }
+
+    func saveJournal(_ journal: UpdateJournal) async {
+        do {
+            try await updater.journalStore.save(journal)
+            meter.countCheckpoint()
+        } catch {
+            // The journal only speeds up a later resume; the transfer itself is unaffected.
+            emit(.warning("\(error)"))
+        }
+    }
+
+    func removeJournal() async {
+        // A journal left behind is harmless: it names this package's SHA-256, and the next run finds the device done.
+        try? await updater.journalStore.remove(deviceAddress: deviceAddress, packageSHA256: request.package.sha256)
+    }
+
+    func freshJournal(family: DFUFamilyID, partIndex: Int) -> UpdateJournal {
+        UpdateJournal(
+            deviceAddress: deviceAddress, packageSHA256: request.package.sha256, family: family, partIndex: partIndex)
+    }
+}

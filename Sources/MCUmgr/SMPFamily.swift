@@ -1,0 +1,101 @@
+import BLECore
+import DFUCore
+import GATT
+import DFUPackage
+import MCUbootImage
+
+/// MCUmgr SMP into MCUboot as a ``DFUFamily`` (docs/smp.md; smp-mcuboot.md).
+///
+/// - Detect: the SMP service (8D53DC1D-…) on the application: it is its own updater, no jump.
+/// - Plan: an MCUboot image (`.bin`, `.hex`) or an NCS `dfu_application.zip`, one part per image number, verified
+///   (hash; with `--key`, key hash and signature) before anything connects; a Nordic DFU zip is another family's.
+/// - Upload: ``SMPUploader`` over ``GATTSMPTransport``; the device keeps the upload's offset for the same `sha`, so
+///   a lost link or a new run resumes where the device stands (the journal only records the offset for progress).
+/// - Finish: `smp.confirm` = `test-and-confirm` (default), `confirm-only` or `upload-only` (``SMPUpdater``).
+public struct SMPFamily: DFUFamily {
+    public typealias Part = SMPPart
+    public typealias Resume = SMPResume
+
+    /// SMP applications are their own updater: there is no entry to jump through.
+    public struct Entry: Sendable, Hashable {}
+
+    public var id: DFUFamilyID { .smp }
+    public var displayName: String { "MCUmgr SMP" }
+
+    public init() {}
+
+    // MARK: Plan
+
+    public func plan(_ package: PackageSource, options: UpdateOptions) throws(DFUError) -> FamilyPlan<SMPPart> {
+        guard MCUbootPackage.looksLikeMCUboot(package.bytes) else {
+            throw DFUError(
+                .incompatiblePackage,
+                "\(package.fileName) is neither an MCUboot image nor an nRF Connect SDK dfu_application.zip, not an SMP package",
+                family: id)
+        }
+        let firmware: MCUbootPackage
+        do {
+            firmware = try MCUbootPackage(bytes: package.bytes, name: package.fileName)
+        } catch {
+            throw DFUError(.invalidPackage, error.message, cause: error, family: id)
+        }
+        var keys: [MCUbootPublicKey] = []
+        for pem in options.verificationKeys {
+            do {
+                keys.append(try MCUbootPublicKey(pem: pem))
+            } catch {
+                throw DFUError(.invalidPackage, error.message, cause: error, family: id)
+            }
+        }
+        var parts: [SMPPart] = []
+        for part in firmware.parts {
+            do {
+                try Self.verify(part.image, keys: keys)
+            } catch {
+                throw DFUError(.invalidPackage, "\(part.name): \(error.message)", cause: error, family: id)
+            }
+            let keep: Bool
+            switch options.scope {
+            case .all: keep = true
+            case .application: keep = part.imageIndex == 0
+            case .system: keep = part.imageIndex != 0
+            }
+            if keep { parts.append(SMPPart(part)) }
+        }
+        guard !parts.isEmpty else { throw DFUError(.invalidPackage, "the package has no \(options.scope) image", family: id) }
+        // System images (the network core) first, as NCS hosts send them.
+        return FamilyPlan(family: id, parts: parts.filter { $0.imageIndex != 0 } + parts.filter { $0.imageIndex == 0 })
+    }
+
+    /// The hash always; with keys, a signature one of them verifies.
+    static func verify(_ image: MCUbootImage, keys: [MCUbootPublicKey]) throws(PackageError) {
+        guard !keys.isEmpty else {
+            _ = try image.verify(key: nil)
+            return
+        }
+        var first: PackageError?
+        for key in keys {
+            do {
+                _ = try image.verify(key: key)
+                return
+            } catch {
+                if error.code != .signatureInvalid { throw error }
+                first = first ?? error
+            }
+        }
+        throw first ?? PackageError(.signatureInvalid, "no key verifies the image")
+    }
+
+    // MARK: Detect
+
+    public func detect(_ services: [GATTService], on link: DFULink, context: UpdateContext) async throws(DFUError)
+        -> Detection<Entry>?
+    {
+        guard services.contains(where: { $0.uuid == SMPUUID.service }) else { return nil }
+        return .updater(description: "MCUmgr SMP (MCUboot)")
+    }
+
+    public func enterUpdater(_ entry: Entry, on link: DFULink, context: UpdateContext) async throws(DFUError) -> DeviceLocation {
+        DeviceLocation(link.peer)
+    }
+}

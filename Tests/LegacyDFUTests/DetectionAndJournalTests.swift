@@ -1,0 +1,151 @@
+import BLECore
+import DFUPackage
+import DFUSimulator
+import Foundation
+import GATT
+import LegacyDFU
+import Testing
+
+@Suite struct DetectionTests {
+    static let gap = BluetoothUUID(0x1800), gatt = BluetoothUUID(0x1801), dis = BluetoothUUID(0x180A)
+    static let hrs = BluetoothUUID(0x180D), battery = BluetoothUUID(0x180F)
+    static let dfu = LegacyDFUUUID.service
+
+    /// Rows from the iOS and Android libraries' rules (legacy-dfu.md §8.4) and the real firmwares' tables.
+    @Test func modes() {
+        let v01 = LegacyDFUVersion.application, v08 = LegacyDFUVersion.sdk11
+        // SDK 11 ble_app_hrs: DFU Version 0.1 → application with the buttonless entry.
+        #expect(LegacyDetection.mode(services: [Self.gap, Self.gatt, Self.hrs, Self.dis, Self.dfu], version: v01) == .application(version: v01))
+        // SDK 11 bootloader: GAP, GATT, DFU, version 0.8.
+        #expect(LegacyDetection.mode(services: [Self.gap, Self.gatt, Self.dfu], version: v08) == .bootloader(version: v08))
+        // Adafruit bootloader: also Device Information.
+        #expect(LegacyDetection.mode(services: [Self.gap, Self.gatt, Self.dis, Self.dfu], version: v08) == .bootloader(version: v08))
+        // InfiniTime: 0.8 among the watch's own services.
+        #expect(
+            LegacyDetection.mode(services: [Self.gap, Self.gatt, Self.dis, Self.hrs, Self.battery, Self.dfu], version: v08)
+                == .applicationService(version: v08))
+        // SDK <= 6.1 bootloader: no DFU Version, nothing but the bootloader's services.
+        #expect(LegacyDetection.mode(services: [Self.gap, Self.gatt, Self.dfu], version: nil) == .bootloader(version: nil))
+        // No DFU Version but other services (Android: more than 3), or no Packet characteristic (iOS): application.
+        #expect(LegacyDetection.mode(services: [Self.gap, Self.gatt, Self.hrs, Self.dfu], version: nil) == .application(version: nil))
+        #expect(LegacyDetection.mode(services: [Self.gap, Self.gatt, Self.dfu], version: nil, hasPacket: false) == .application(version: nil))
+        // No Legacy DFU service at all: not this family (a Secure DFU device has FE59).
+        #expect(LegacyDetection.mode(services: [Self.gap, Self.gatt, BluetoothUUID(0xFE59)], version: nil) == nil)
+    }
+
+    /// The engine's settings per mode: InfiniTime's service gets no Report Received Image Size.
+    @Test func configuration() {
+        var settings = LegacyDFUConfiguration()
+        LegacyDetection.configure(&settings, for: .applicationService(version: .sdk11))
+        #expect(!settings.checkReceivedSize && settings.deviceVersion == .sdk11)
+        var old = LegacyDFUConfiguration()
+        LegacyDetection.configure(&old, for: .bootloader(version: nil))
+        #expect(old.checkReceivedSize && old.deviceVersion == nil)
+    }
+
+    /// After the jump: the same address first (peer data), then address + 1; an application without a DFU Version
+    /// (SDK <= 6): address + 1 first (iOS newAddressExpected). The LSB is incremented without carry.
+    @Test func bootloaderLocation() throws {
+        let address = try #require(BluetoothAddress("C0:00:00:00:00:FF"))
+        let plusOne = try #require(BluetoothAddress("C0:00:00:00:00:00"))
+        #expect(LegacyBootloaderLocation.afterJump(from: address, version: .application).addresses == [address, plusOne])
+        #expect(LegacyBootloaderLocation.afterJump(from: address, version: nil).addresses == [plusOne, address])
+        #expect(LegacyBootloaderLocation.afterReset(of: address).addresses == [plusOne, address])
+        #expect(LegacyBootloaderLocation.afterJump(from: address, version: .application).names == ["DfuTarg", "AdaDFU"])
+    }
+}
+
+@Suite struct JournalAndKillTests {
+    @Test func journalCodingAndSummary() throws {
+        var journal = LegacyJournal()
+        journal.recordRestart(part: 0, error: LegacyDFUError(.disconnected, "link lost after 4000 of 6000 bytes"), bytesSent: 4000)
+        journal.recordRestart(part: 0, error: LegacyDFUError(.bytesLost, "the device refused a packet"), bytesSent: 1200)
+        journal.partInstalled(0)
+        let data = try JSONEncoder().encode(journal)
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.contains("\"part_index\":1") && text.contains("\"bytes_resent\":4000"))
+        #expect(try JSONDecoder().decode(LegacyJournal.self, from: data) == journal)
+        #expect(journal.summary == "restarted 2 times, 5200 bytes sent again (link lost ×1, packets lost ×1)")
+        #expect(LegacyJournal().summary == nil)
+    }
+
+    /// The restart policy: five restarts of a part at most, two failed validations, no restart for a refusal.
+    @Test func restartPolicy() {
+        let policy = LegacyRestartPolicy()
+        var journal = LegacyJournal()
+        let lost = LegacyDFUError(.disconnected, "link lost")
+        for _ in 0..<5 {
+            journal.recordRestart(part: 0, error: lost, bytesSent: 10)
+            #expect(policy.verdict(journal, part: 0, after: lost) == nil)
+        }
+        journal.recordRestart(part: 0, error: lost, bytesSent: 10)
+        #expect(policy.verdict(journal, part: 0, after: lost)?.code == .gaveUp)
+        // Another part has its own count.
+        #expect(policy.verdict(journal, part: 1, after: lost) == nil)
+        let refused = LegacyDFUError(.remote, "Start DFU (0x01) refused: data size exceeds limit (0x04)")
+        #expect(policy.verdict(LegacyJournal(), part: 0, after: refused) == refused)
+    }
+
+    /// A killed tool: the host task is cancelled in the middle of the image; a new run (a new process: the journal
+    /// as JSON, a new connection) finds the device still busy, resets it, sends the image again from zero and
+    /// ends with the image checked on the device.
+    @Test func killThenRerun() async throws {
+        let image = LegacyFixture.firmware(40_000, seed: 5)
+        var profile = LegacyDeviceProfile.sdk11NRF52(address: LegacyFixture.address)
+        profile.speedup = 50  // the link takes time, so the kill lands inside the image
+        let device = VirtualLegacyDevice(profile: profile, clock: ContinuousClock())
+        let part = LegacyFixture.application(image)
+        let first = Task {
+            var harness = LegacyHarness(device: device)
+            try await harness.update([part])
+            return harness.journal
+        }
+        // Kill once the device has taken some data (a generous deadline, no fixed sleep).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while await device.state().transfer.bytesAccepted < 2000, ContinuousClock.now < deadline {
+            await Task.yield()
+        }
+        first.cancel()
+        let killed = await first.result
+        guard case .failure(let error) = killed else {
+            Issue.record("the first run finished before the kill")
+            return
+        }
+        #expect((error as? LegacyDFUError)?.code == .cancelled)
+        let state = await device.state()
+        #expect(state.transfer.bytesAccepted >= 2000 && state.transfer.bytesAccepted < 40_000)
+        // The rerun: the journal of the killed run recorded nothing installed.
+        var journal = LegacyJournal()
+        journal.recordRestart(part: 0, error: LegacyDFUError(.init(rawValue: "killed"), "the tool was stopped"), bytesSent: Int(state.transfer.bytesAccepted))
+        let stored = try JSONEncoder().encode(journal)
+        var rerun = LegacyHarness(device: device)
+        rerun.journal = try JSONDecoder().decode(LegacyJournal.self, from: stored)
+        try await rerun.update([part])
+        #expect(LegacyEndToEnd.holds(await device.state(), part))
+        #expect(rerun.journal.summary?.contains("tool stopped ×1") == true)
+        #expect(rerun.journal.restarts.map(\.code).contains("device-reset"))
+    }
+}
+
+/// Firmware/*.json with `"family": "legacy"` are the reference profiles, field for field.
+@Suite struct LegacyProfileFileTests {
+    static let firmware = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Firmware")
+
+    @Test(arguments: ["sdk11-nrf51", "sdk11-nrf52", "adafruit-feather52832", "adafruit-feather52840", "pinetime", "sdk6-nrf51"])
+    func profileFile(name: String) throws {
+        let data = try Data(contentsOf: Self.firmware.appendingPathComponent("\(name).json"))
+        let profile = try JSONDecoder().decode(LegacyDeviceProfile.self, from: data)
+        #expect(profile.family == "legacy")
+        let reference: LegacyDeviceProfile =
+            switch name {
+            case "sdk11-nrf51": .sdk11NRF51(address: profile.address)
+            case "sdk11-nrf52": .sdk11NRF52(address: profile.address)
+            case "adafruit-feather52832": .adafruitNRF52832(address: profile.address)
+            case "adafruit-feather52840": .adafruitNRF52840(address: profile.address)
+            case "pinetime": .pineTime(address: profile.address)
+            default: .sdk6NRF51(address: profile.address)
+            }
+        #expect(profile == reference)
+    }
+}

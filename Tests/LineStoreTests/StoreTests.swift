@@ -1,0 +1,236 @@
+import Fleet
+import Foundation
+import LineStore
+import Testing
+
+/// The batch log's store rules, run on a real SQLite file and on a real PostgreSQL server: one schema in two
+/// dialects, the schema version, claims that never give one device to two stations, leases that expire and are
+/// taken over, station names and the line's plan, journals in the store, and the line's snapshot.
+enum StoreChecks {
+    static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    static let sha = String(repeating: "ab", count: 32)
+
+    static func station(_ name: String, host: String = "host-a", pid: Int = 100, plan: String = "plan-1", lease: Double = 30) -> StationInfo {
+        StationInfo(name: name, host: host, pid: pid, adapters: "hci0×2", planHash: plan, lease: lease)
+    }
+
+    static func identity(_ index: Int, name: String? = nil) -> DeviceRecord.Identity {
+        DeviceRecord.Identity(
+            address: String(format: "C6:05:04:03:00:%02X", index), addressType: "random", name: name ?? "Bracelet-\(index)",
+            className: "bracelet", packagePath: "/tmp/app.zip", packageSHA256: sha, targetVersion: 2)
+    }
+
+    static func withStore(_ backend: StoreBackend, _ body: (String, BatchLog) async throws -> Void) async throws {
+        let (location, remove) = try await backend.fresh()
+        do {
+            let log = try await BatchLog.open(location: location)
+            try await body(location, log)
+            await log.close()
+        } catch {
+            await remove()
+            throw error
+        }
+        await remove()
+    }
+
+    static func migratesToTheCurrentVersion(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { location, log in
+            #expect(try await log.schemaVersion() == LineSchema.current)
+            let again = try await BatchLog.open(location: location)
+            #expect(try await again.schemaVersion() == LineSchema.current)
+            await again.close()
+        }
+    }
+
+    /// A database of a newer schema version is refused with one clear line, and left as it is.
+    static func refusesANewerSchema(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { location, log in
+            _ = try await log.startRun(batch: "line", station: station("a"), force: false, at: t0)
+            try await log.database.transaction(write: true) { s in
+                try await s.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, 'later')", [.int(LineSchema.current + 1)])
+            }
+            await #expect(throws: BatchLogError(.newerSchema, "")) { try await BatchLog.open(location: location) }
+            do {
+                _ = try await BatchLog.open(location: location)
+            } catch {
+                let reason = (error as? BatchLogError)?.reason ?? ""
+                #expect(reason.contains("schema version \(LineSchema.current + 1)"))
+                #expect(reason.contains("update bledfu"))
+                #expect(!reason.contains("\n"))
+            }
+        }
+    }
+
+    /// Two stations claiming at once (two connections, concurrent tasks) never get the same device, and between
+    /// them get every device.
+    static func claimsNeverOverlap(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { location, log in
+            for index in 1...24 { try await log.enroll(batch: "line", device: identity(index), at: t0) }
+            let other = try await BatchLog.open(location: location)
+            let a = Task { try await claimAll(log, station: "a") }
+            let b = Task { try await claimAll(other, station: "b") }
+            let (mine, theirs) = (try await a.value, try await b.value)
+            await other.close()
+            #expect(mine.count + theirs.count == 24)
+            #expect(Set(mine).isDisjoint(with: theirs))
+            #expect(Set(mine).union(theirs).count == 24)
+            let records = try await log.devices(batch: "line")
+            #expect(records.allSatisfy { $0.status == .running && ($0.station == "a" || $0.station == "b") })
+        }
+    }
+
+    static func claimAll(_ log: BatchLog, station: String) async throws -> [String] {
+        var claimed: [String] = []
+        while let record = try await log.claimNext(batch: "line", station: station, classes: ["bracelet"], lease: 30, at: t0) {
+            claimed.append(record.address)
+        }
+        return claimed
+    }
+
+    /// A station stops renewing (killed): once its lease ran out, another station takes the device over, the dead
+    /// station's open attempt is closed as interrupted with the cause, and the device keeps one record.
+    static func anExpiredLeaseIsTakenOver(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { _, log in
+            let a = station("a", lease: 10)
+            let b = station("b", host: "host-b", lease: 10)
+            let runA = try await log.startRun(batch: "line", station: a, force: false, at: t0)
+            let runB = try await log.startRun(batch: "line", station: b, force: false, at: t0)
+            try await log.enroll(batch: "line", device: identity(1), at: t0)
+            let claimed = try #require(try await log.claimNext(batch: "line", station: "a", classes: ["bracelet"], lease: 10, at: t0))
+            _ = try await log.beginAttempt(run: runA, batch: "line", address: claimed.address, adapter: "hci0", station: "a", at: t0)
+            // Within the lease (renewed by a heartbeat at t0+8) b finds nothing to claim.
+            #expect(try await log.heartbeat(batch: "line", station: "a", lease: 10, progress: [:], at: t0 + 8).isEmpty)
+            #expect(try await log.claimNext(batch: "line", station: "b", classes: ["bracelet"], lease: 10, at: t0 + 15) == nil)
+            #expect(try await log.remaining(batch: "line", classes: ["bracelet"]) == 1)
+            // a is killed: no heartbeat after t0+8; at t0+19 its lease (t0+18) has run out.
+            let taken = try #require(try await log.claimNext(batch: "line", station: "b", classes: ["bracelet"], lease: 10, at: t0 + 19))
+            #expect(taken.address == claimed.address && taken.station == "b")
+            let second = try await log.beginAttempt(run: runB, batch: "line", address: taken.address, adapter: "hci1", station: "b", at: t0 + 19)
+            #expect(second.number == 2)
+            try await log.endAttempt(
+                second.id, batch: "line", address: taken.address,
+                outcome: AttemptOutcome(result: .done, exitCode: 0, duration: 5, bytes: 1000, versionBefore: 1, versionAfter: 2), final: .done,
+                at: t0 + 25)
+            let attempts = try await log.attempts(batch: "line")
+            #expect(attempts.map(\.result) == [.interrupted, .done])
+            #expect(attempts.map(\.station) == ["a", "b"])
+            #expect(attempts[0].error?.contains("station a stopped renewing its claim") == true)
+            let records = try await log.devices(batch: "line")
+            #expect(records.count == 1)
+            #expect(records.first?.status == .done && records.first?.station == "b")
+            // a's late heartbeat learns that the device is no longer its own.
+            let lost = try await log.heartbeat(
+                batch: "line", station: "a", lease: 10, progress: [claimed.address: DeviceProgress(stage: "uploading")], at: t0 + 26)
+            #expect(lost == [claimed.address])
+            try await log.finishRun(runB, station: "b", result: "ok", at: t0 + 30)
+        }
+    }
+
+    /// Two live stations with one name: the second is refused; once the first is silent past its lease (or its
+    /// process on this host is gone), the name is free.
+    static func stationNamesAreUnique(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { _, log in
+            _ = try await log.startRun(batch: "line", station: station("s1", host: "host-a", pid: 100, lease: 10), force: false, at: t0)
+            let twin = station("s1", host: "host-b", pid: 200, lease: 10)
+            await #expect(throws: BatchLogError(.stationNameTaken, "")) {
+                try await log.startRun(batch: "line", station: twin, force: false, at: t0 + 1)
+            }
+            await #expect(throws: BatchLogError(.stationNameTaken, "")) {
+                try await log.checkStation(batch: "line", station: twin, at: t0 + 1, isRunning: { _ in true })
+            }
+            // The same host, another process that still runs: refused; a dead process: the name is free.
+            let restarted = station("s1", host: "host-a", pid: 101, lease: 10)
+            await #expect(throws: BatchLogError(.stationNameTaken, "")) {
+                try await log.startRun(batch: "line", station: restarted, force: false, at: t0 + 2, isRunning: { _ in true })
+            }
+            _ = try await log.startRun(batch: "line", station: restarted, force: false, at: t0 + 2, isRunning: { $0 != 100 })
+            // Silent past its lease: any host may take the name.
+            _ = try await log.startRun(batch: "line", station: twin, force: false, at: t0 + 20)
+        }
+    }
+
+    /// A station whose plan (classes and packages) differs from the live stations' is refused.
+    static func aDifferentPlanIsRefused(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { _, log in
+            let first = try await log.startRun(batch: "line", station: station("a", plan: "plan-1"), force: false, at: t0)
+            await #expect(throws: BatchLogError(.planDiffers, "")) {
+                try await log.startRun(batch: "line", station: station("b", host: "host-b", plan: "plan-2"), force: false, at: t0 + 1)
+            }
+            _ = try await log.startRun(batch: "line", station: station("c", host: "host-c", plan: "plan-1"), force: false, at: t0 + 1)
+            try await log.finishRun(first, station: "a", result: "ok", at: t0 + 2)
+            // Once no station of the old plan is live, a new plan becomes the line's.
+            _ = try await log.startRun(batch: "line", station: station("b", host: "host-b", plan: "plan-2"), force: false, at: t0 + 60)
+        }
+    }
+
+    static func journalsLiveInTheStore(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { location, log in
+            let address = identity(1).address
+            #expect(try await log.journal(address: address, packageSHA256: sha) == nil)
+            try await log.saveJournal(address: address, packageSHA256: sha, content: #"{"journal":1}"#, station: "a", at: t0)
+            try await log.saveJournal(address: address, packageSHA256: sha, content: #"{"journal":2}"#, station: "a", at: t0)
+            let other = try await BatchLog.open(location: location)
+            #expect(try await other.journal(address: address, packageSHA256: sha) == #"{"journal":2}"#)
+            try await other.saveJournal(address: address, packageSHA256: sha, content: nil, station: "b", at: t0)
+            #expect(try await log.journal(address: address, packageSHA256: sha) == nil)
+            await other.close()
+        }
+    }
+
+    /// The snapshot counts what the tables hold; a hostile name is kept byte for byte (escaping is the page's job).
+    static func theSnapshotCountsTheLine(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { _, log in
+            let run = try await log.startRun(batch: "line", station: station("a"), force: false, at: t0)
+            for index in 1...4 { try await log.enroll(batch: "line", device: identity(index, name: index == 4 ? "<script>x</script>" : nil), at: t0) }
+            for (index, result) in [(1, AttemptResult.done), (2, .failed)] {
+                let claimed = try #require(try await log.claimNext(batch: "line", station: "a", classes: ["bracelet"], lease: 30, at: t0))
+                let attempt = try await log.beginAttempt(run: run, batch: "line", address: claimed.address, adapter: "hci0", station: "a", at: t0)
+                try await log.endAttempt(
+                    attempt.id, batch: "line", address: claimed.address,
+                    outcome: AttemptOutcome(result: result, error: result == .failed ? "link lost [exit 43]" : nil, duration: 10),
+                    final: result == .done ? .done : .failed, at: t0 + Double(60 * index))
+            }
+            let running = try #require(try await log.claimNext(batch: "line", station: "a", classes: ["bracelet"], lease: 30, at: t0 + 200))
+            try await log.heartbeat(
+                batch: "line", station: "a", lease: 30, progress: [running.address: DeviceProgress(stage: "uploading", bytes: 500, total: 1000)],
+                at: t0 + 210)
+            let snapshot = try await log.snapshot(batch: "line", at: t0 + 220)
+            #expect(snapshot.done == 1 && snapshot.failed == 1 && snapshot.running == 1 && snapshot.pending == 1)
+            #expect(snapshot.yield == 0.5)
+            #expect(snapshot.stations.map(\.name) == ["a"] && snapshot.stations.first?.alive == true)
+            #expect(snapshot.inFlight.map(\.percent) == [50])
+            #expect(snapshot.failures.first?.error == "link lost [exit 43]")
+            #expect(snapshot.overTime.map(\.finished).reduce(0, +) == 2)
+            #expect(try await log.devices(batch: "line").contains { $0.name == "<script>x</script>" })
+            #expect(snapshot.devicesPerHour > 0)
+        }
+    }
+}
+
+@Suite struct SQLiteStoreTests {
+    @Test func migratesToTheCurrentVersion() async throws { try await StoreChecks.migratesToTheCurrentVersion(.sqlite) }
+    @Test func refusesANewerSchema() async throws { try await StoreChecks.refusesANewerSchema(.sqlite) }
+    @Test func claimsNeverOverlap() async throws { try await StoreChecks.claimsNeverOverlap(.sqlite) }
+    @Test func anExpiredLeaseIsTakenOver() async throws { try await StoreChecks.anExpiredLeaseIsTakenOver(.sqlite) }
+    @Test func stationNamesAreUnique() async throws { try await StoreChecks.stationNamesAreUnique(.sqlite) }
+    @Test func aDifferentPlanIsRefused() async throws { try await StoreChecks.aDifferentPlanIsRefused(.sqlite) }
+    @Test func journalsLiveInTheStore() async throws { try await StoreChecks.journalsLiveInTheStore(.sqlite) }
+    @Test func theSnapshotCountsTheLine() async throws { try await StoreChecks.theSnapshotCountsTheLine(.sqlite) }
+}
+
+@Suite(
+    .enabled(
+        if: StoreBackend.postgresEnabled,
+        "no PostgreSQL server: set BLEDFU_TEST_POSTGRES_URL (tools/test starts a throwaway cluster and sets it)"),
+    .timeLimit(.minutes(2))
+)
+struct PostgresStoreTests {
+    @Test func migratesToTheCurrentVersion() async throws { try await StoreChecks.migratesToTheCurrentVersion(.postgres) }
+    @Test func refusesANewerSchema() async throws { try await StoreChecks.refusesANewerSchema(.postgres) }
+    @Test func claimsNeverOverlap() async throws { try await StoreChecks.claimsNeverOverlap(.postgres) }
+    @Test func anExpiredLeaseIsTakenOver() async throws { try await StoreChecks.anExpiredLeaseIsTakenOver(.postgres) }
+    @Test func stationNamesAreUnique() async throws { try await StoreChecks.stationNamesAreUnique(.postgres) }
+    @Test func aDifferentPlanIsRefused() async throws { try await StoreChecks.aDifferentPlanIsRefused(.postgres) }
+    @Test func journalsLiveInTheStore() async throws { try await StoreChecks.journalsLiveInTheStore(.postgres) }
+    @Test func theSnapshotCountsTheLine() async throws { try await StoreChecks.theSnapshotCountsTheLine(.postgres) }
+}
