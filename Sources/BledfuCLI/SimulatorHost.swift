@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import PlatformIO
 import Synchronization
+import VirtualRadio
 
 /// Runs virtual devices on a virtual radio directory or a BlueZ adapter (`bledfu simulate`): per device, an
 /// endpoint advertising the device's current advertisement, one connection at a time served by
@@ -31,15 +32,26 @@ final class SimulatorHost: Sendable {
     let events: SimulatorEvents
     private let makeEndpoint: @Sendable () throws(CLIError) -> any SimulatorEndpoint
     private let shared = Mutex(Shared())
+    /// The air of each central adapter whose links reach these devices (docs/simulator.md): this process serves
+    /// every device of the radio, so it sees all links of each central and shares the central's controller here.
+    let sharedAir: SharedAir?
 
-    /// Devices on a virtual radio directory.
+    /// Devices on a virtual radio directory; each central adapter's controller is the profile in the radio's
+    /// `.controllers/` (docs/virtual-radio.md §4.2; an adapter without one is not modelled).
     convenience init(radioDirectory: String, events: SimulatorEvents) {
-        self.init(place: "virtual:" + radioDirectory, events: events) { VirtualSimulatorEndpoint(radioDirectory: radioDirectory) }
+        let air = SharedAir { adapter in VirtualController(radio: radioDirectory, name: adapter).profile() }
+        self.init(place: "virtual:" + radioDirectory, events: events, sharedAir: air) {
+            VirtualSimulatorEndpoint(radioDirectory: radioDirectory)
+        }
     }
 
-    init(place: String, events: SimulatorEvents, makeEndpoint: @escaping @Sendable () throws(CLIError) -> any SimulatorEndpoint) {
+    init(
+        place: String, events: SimulatorEvents, sharedAir: SharedAir? = nil,
+        makeEndpoint: @escaping @Sendable () throws(CLIError) -> any SimulatorEndpoint
+    ) {
         self.place = place
         self.events = events
+        self.sharedAir = sharedAir
         self.makeEndpoint = makeEndpoint
     }
 
@@ -84,7 +96,7 @@ final class SimulatorHost: Sendable {
             let device = VirtualDevice(
                 profile: profile, faults: spec.faults, clock: ContinuousClock(),
                 statusSink: { state in reporter.publish(state) }, restoring: restoring, persistentSink: persistentSink,
-                logger: logger)
+                logger: logger, sharedAir: sharedAir)
             if stateDirectory != nil { reporter.persist(await device.persistentState()) }
             reporter.publish(await device.state())
             return device

@@ -5,13 +5,16 @@ import SystemPackage
 
 /// One central adapter's controller on a virtual radio, shared by every process that connects through it
 /// (docs/virtual-radio.md §4.2): its profile (`<DIR>/.controllers/<NAME>.json`, written by `bledfu simulate
-/// --controller`; the generic controller when absent) and its links (`<NAME>.links`, one line per link:
+/// --controller`) and its links (`<NAME>.links`, one line per link:
 /// `pid token state peer`), changed only under an exclusive lock on `<NAME>.lock`.
 ///
 /// Like the Linux kernel and the controller together (many-links.md §2.1-2.2): at most the profile's number of links
 /// (one more is refused with the profile's HCI status, as its errno tells it), and one connection being created at
 /// a time: a second attempt waits until the first has its link or has failed. A process that dies leaves its lines
 /// behind; they are dropped by the next process that takes the lock (its pid is gone).
+///
+/// An adapter without a profile file has no controller model: no link limit, no queue, its own air per link (the
+/// virtual radio's behaviour before the model).
 public struct VirtualController: Sendable {
     /// The adapter name a central uses when it names none (`virtual:DIR`).
     public static let defaultName = "default"
@@ -29,12 +32,11 @@ public struct VirtualController: Sendable {
     var linksPath: String { folder + "/\(name).links" }
     var lockPath: String { folder + "/\(name).lock" }
 
-    /// The controller's profile: its file, or the generic controller.
-    public func profile() -> ControllerProfile {
-        guard let bytes = try? FileIO.read(profilePath),
-            let profile = try? JSONDecoder().decode(ControllerProfile.self, from: Data(bytes))
-        else { return .generic }
-        return profile
+    /// The controller's profile: its file; nil without one (the adapter is not modelled).
+    public func profile() -> ControllerProfile? {
+        guard let bytes = try? FileIO.read(profilePath) else { return nil }
+        // A file that does not decode is the generic controller, not an unmodelled adapter.
+        return (try? JSONDecoder().decode(ControllerProfile.self, from: Data(bytes))) ?? .generic
     }
 
     /// Writes the profile (the simulator does, for the centrals that connect to its devices).
@@ -116,8 +118,9 @@ public struct VirtualController: Sendable {
 
     /// Reserves a link to `peer`: refused when the controller is full, waits while another connection is being
     /// created (until `deadline`). Returns the reservation's token.
-    public func reserve(peer: PeerAddress, until deadline: ContinuousClock.Instant) async throws(AdapterError) -> UInt64 {
-        let profile = profile()
+    public func reserve(
+        peer: PeerAddress, profile: ControllerProfile, until deadline: ContinuousClock.Instant
+    ) async throws(AdapterError) -> UInt64 {
         let pid = ProcessInfo.processInfo.processIdentifier
         let token = UInt64.random(in: 1...UInt64.max)
         while true {

@@ -6,14 +6,14 @@ import Testing
 /// `bledfu --help` lists every exit code: the general table and the batch codes (50-59) from `BatchExit`.
 @Suite(.timeLimit(.minutes(5))) struct HelpExitCodeTests {
     /// `bledfu --help` with every run of whitespace (tabs, the line breaks of wrapped text) made one space.
-    func normalizedHelp() throws -> String {
-        let result = try CLIRunner.run(["--help"])
+    func normalizedHelp() async throws -> String {
+        let result = try await CLIRunner.run(["--help"])
         #expect(result.status == 0, "\(result.stderr)")
         return result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
-    @Test func helpListsEveryCodeOfBothTables() throws {
-        let help = try normalizedHelp()
+    @Test func helpListsEveryCodeOfBothTables() async throws {
+        let help = try await normalizedHelp()
         func listed(_ code: Int32, _ meaning: String) -> Bool {
             help.contains(" \(code) " + meaning.split(whereSeparator: \.isWhitespace).joined(separator: " "))
         }

@@ -78,10 +78,10 @@ final class LegacySimulator {
     static func sample(_ name: String) -> String { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/\(name)").path }
 
     /// Every Legacy sample onto its profile through `bledfu flash` (family detected, not given), images checked.
-    @Test func everyLegacySampleFlashes() throws {
+    @Test func everyLegacySampleFlashes() async throws {
         let simulator = try LegacySimulator(profiles: Self.samples.map(\.profile))
         for sample in Self.samples {
-            let result = try CLIRunner.run(["flash", Self.sample(sample.package), "--adapter", "virtual:\(simulator.radio)", "--device", sample.address])
+            let result = try await CLIRunner.run(["flash", Self.sample(sample.package), "--adapter", "virtual:\(simulator.radio)", "--device", sample.address])
             #expect(result.status == 0, "\(sample.package): \(result.stderr)")
             let package = try FirmwarePackage(contentsOf: URL(fileURLWithPath: Self.sample(sample.package)))
             let application = try #require(package.part(.application))
@@ -99,9 +99,9 @@ final class LegacySimulator {
     }
 
     /// `scan` names the family from the advertised services: InfiniTime lists the Legacy DFU service.
-    @Test func scanShowsTheFamily() throws {
+    @Test func scanShowsTheFamily() async throws {
         let simulator = try LegacySimulator(profiles: ["pinetime", "bracelet"])
-        let result = try CLIRunner.run(["scan", "--adapter", "virtual:\(simulator.radio)", "--duration", "1", "--json"])
+        let result = try await CLIRunner.run(["scan", "--adapter", "virtual:\(simulator.radio)", "--duration", "1", "--json"])
         #expect(result.status == 0)
         let events = CLIRunner.events(result)
         #expect(events.contains { $0["name"] as? String == "InfiniTime" && $0["family"] as? String == "legacy" })
@@ -109,9 +109,9 @@ final class LegacySimulator {
     }
 
     /// A Secure package on a Legacy device: one line naming the cause, the incompatible-package exit code, nothing sent.
-    @Test func securePackageOnALegacyDevice() throws {
+    @Test func securePackageOnALegacyDevice() async throws {
         let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.run([
             "flash", Self.sample("bracelet-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device", "E1:5D:11:51:00:01",
         ])
         #expect(result.status != 0)
@@ -123,7 +123,7 @@ final class LegacySimulator {
     /// A killed `bledfu flash` (SIGKILL in the middle of the image), then a rerun: the bootloader is still busy with
     /// the old attempt, is reset, and the image goes again from zero; it ends installed, the summary counts what was
     /// sent again.
-    @Test func killedFlashThenRerun() throws {
+    @Test func killedFlashThenRerun() async throws {
         let simulator = try LegacySimulator(profiles: ["pinetime"], speedup: 8)
         let address = "E7:1E:71:3E:00:01"
         let state = simulator.directory.appendingPathComponent("journals")
@@ -140,7 +140,7 @@ final class LegacySimulator {
         let received = midway?.transfer.dataReceived ?? 0
         #expect(received >= 12_000 && received < 65536, "killed at \(received)")
         // `bledfu resume` finds the killed run's journal (saved when the attempt began, and every 8 KiB).
-        let rerun = try CLIRunner.run(
+        let rerun = try await CLIRunner.run(
             ["resume", "--adapter", "virtual:\(simulator.radio)", "--device", address, "--state-dir", state.path, "--json"],
             timeout: 120)
         #expect(rerun.status == 0, "\(rerun.stderr)")
@@ -156,7 +156,7 @@ final class LegacySimulator {
 
     /// A capture of a Legacy update decodes in tshark: Start DFU (`01 04`) as a Write Request, 20-byte Write Commands
     /// to the Packet characteristic, `10 01 01` and `10 03 01` as notifications.
-    @Test func captureDecodesInTshark() throws {
+    @Test func captureDecodesInTshark() async throws {
         let tshark = "/usr/bin/tshark"
         guard FileManager.default.isExecutableFile(atPath: tshark) else {
             if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("tshark is missing in CI (tools/setup installs it)") }
@@ -164,7 +164,7 @@ final class LegacySimulator {
         }
         let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
         let capture = simulator.directory.appendingPathComponent("legacy.btsnoop").path
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.run([
             "flash", Self.sample("sdk11-nrf51-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
             "E1:5D:11:51:00:01", "--capture", capture,
         ])
@@ -189,7 +189,7 @@ final class LegacySimulator {
 /// `bledfu batch` with Secure and Legacy devices in one plan: each device gets the package of its class and its own
 /// family's protocol.
 @Suite struct LegacyBatchTests {
-    @Test func aPlanMixesSecureAndLegacyDevices() throws {
+    @Test func aPlanMixesSecureAndLegacyDevices() async throws {
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["bracelet", "sdk11-nrf51", "pinetime"], ["--public-key", FlashFixture.publicKey.path], speedup: 50)
@@ -222,7 +222,7 @@ final class LegacySimulator {
 
             """.utf8
         ).write(to: plan)
-        let result = try CLIRunner.run(["batch", plan.path, "--json"] + line.batchArguments, timeout: 240)
+        let result = try await CLIRunner.run(["batch", plan.path, "--json"] + line.batchArguments, timeout: 240)
         #expect(result.status == 0, "\(result.stderr)")
         for (address, sample) in [
             ("C6:05:04:03:02:01", "bracelet-app-v2.zip"), ("E1:5D:11:51:00:01", "sdk11-nrf51-app-v2.zip"),
@@ -231,7 +231,7 @@ final class LegacySimulator {
             let sha = try BatchLine.imageSHA(sample)
             #expect(BatchLine.applicationSHA(line.waitForApplication(address, sha256: sha) ?? [:]) == sha, "\(address)")
         }
-        let report = try line.report()
+        let report = try await line.report()
         #expect(report.count == 3)
         #expect(report.values.allSatisfy { $0.record["status"] as? String == "done" }, "\(report.mapValues(\.record))")
     }
