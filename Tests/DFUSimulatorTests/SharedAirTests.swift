@@ -1,4 +1,6 @@
+import ATT
 import BLECore
+import GATT
 import Testing
 
 @testable import DFUSimulator
@@ -48,5 +50,45 @@ struct SharedAirTests {
         // A fixed event length (S140: 3.75 ms) carries less per event than a 30 ms interval allows.
         let s140 = SharedAir.estimate(model: model, links: 1, eventLengthMicros: 3750)
         #expect(s140.perLink < one.perLink)
+    }
+}
+
+/// A device's end of a link that says which central adapter it comes from (as the virtual radio's accept does).
+private final class NamedCentralBearer: ATTBearer {
+    let base: any ATTBearer
+    let adapter: String
+    init(_ base: any ATTBearer, adapter: String) {
+        self.base = base
+        self.adapter = adapter
+    }
+    var linkInfo: LinkInfo {
+        var info = base.linkInfo
+        info.centralAdapter = adapter
+        return info
+    }
+    func send(_ pdu: [UInt8]) async throws(BearerError) { try await base.send(pdu) }
+    func receive() async throws(BearerError) -> [UInt8] { try await base.receive() }
+    func close() async { await base.close() }
+}
+
+@Suite("A virtual device takes its seat on the central adapter's air", .timeLimit(.minutes(2)))
+struct VirtualDeviceSharedAirTests {
+    @Test("While a link from adapter hciA is served, the device holds one seat on hciA; when it ends, none")
+    func servedLinkHoldsASeat() async throws {
+        let air = SharedAir { adapter in adapter == "hciA" ? .generic : nil }
+        let device = VirtualDevice(profile: Fixture.profile(), clock: ManualClock(), sharedAir: air)
+        let (central, peripheral) = InMemoryBearer.makePair(capacity: 64)
+        let serving = Task { await device.serve(NamedCentralBearer(peripheral, adapter: "hciA")) }
+        // Client sends: 02 F7 00 (Exchange MTU Request, 247); the device answers 03 <its MTU>: it is serving.
+        try await central.send(ATTPDU.exchangeMTURequest(clientRxMTU: 247).encoded)
+        guard case .exchangeMTUResponse = try ATTPDU(decoding: try await central.receive()) else {
+            Issue.record("no Exchange MTU Response")
+            return
+        }
+        #expect(air.linkCounts() == ["hciA": 1])
+        #expect(air.plan(adapter: "hciA")?.allotted.count == 1)
+        await central.close()
+        await serving.value
+        #expect(air.linkCounts().isEmpty)
     }
 }
