@@ -38,6 +38,9 @@ public struct LinkInfo: Sendable, Hashable, Codable {
     public var connectionHandle: UInt16?
     /// The largest ATT PDU the link can carry (L2CAP MTU for CID 4), if known.
     public var maximumPDUSize: Int?
+    /// On a device's end of a virtual radio link: the central's adapter, when the central named it
+    /// (docs/virtual-radio.md §4.2); its links share that adapter's controller.
+    public var centralAdapter: String?
     public init(peer: PeerAddress? = nil, connectionHandle: UInt16? = nil, maximumPDUSize: Int? = nil) {
         self.peer = peer
         self.connectionHandle = connectionHandle

@@ -37,7 +37,8 @@ extension AddressType: ExpressibleByArgument {}
 /// Makes the adapter named by `--adapter`.
 func makeAdapter(_ options: GlobalOptions) throws -> any BLEAdapter {
     switch AdapterSpec(options.adapter) {
-    case .virtual(let directory): return VirtualRadio(directory: directory)
+    case .virtual(let directory):
+        return VirtualRadio(directory: directory, adapterName: AdapterSpec.virtualAdapterName(options.adapter))
     case .bluez(let name):
         // Link tuning (issue #5 item 2): say what the link got, or once what an unprivileged user loses.
         return BlueZAdapter(name: name, linkReport: { report in

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLECore
+import VirtualRadio
 
 /// Options shared by every command that talks to a radio.
 public struct GlobalOptions: ParsableArguments {
@@ -43,9 +44,10 @@ public enum AdapterSpec: Equatable, Sendable {
 
     public init?(_ text: String) {
         if text.hasPrefix("virtual:") {
-            let dir = String(text.dropFirst("virtual:".count))
-            guard !dir.isEmpty else { return nil }
-            self = .virtual(dir)
+            // virtual:DIR or virtual:DIR@ADAPTER (docs/virtual-radio.md §4.2): the case holds the directory.
+            guard let parsed = VirtualRadio.parse(String(text.dropFirst("virtual:".count))), !parsed.directory.isEmpty
+            else { return nil }
+            self = .virtual(parsed.directory)
         } else if text == "any" {
             self = .bluez(nil)
         } else if text.hasPrefix("hci"), let index = Int(text.dropFirst(3)), index >= 0, index < 0xFFFF {
@@ -53,6 +55,13 @@ public enum AdapterSpec: Equatable, Sendable {
         } else {
             return nil
         }
+    }
+}
+
+extension AdapterSpec {
+    /// The central adapter of `virtual:DIR@ADAPTER` (`default` for `virtual:DIR` and for other adapters).
+    static func virtualAdapterName(_ text: String) -> String {
+        VirtualRadio.parse(String(text.dropFirst("virtual:".count)))?.adapter ?? VirtualController.defaultName
     }
 }
 

@@ -10,6 +10,9 @@
 public struct LinkModel: Sendable, Hashable {
     public var link: LinkParameters
     public var flash: FlashParameters
+    /// The central controller's fixed event length, µs, when it sets one (Nordic S140: 3.75 ms): fragments beyond it
+    /// wait for the next event. Nil: an event runs as long as the packets and the interval allow.
+    public var eventLengthCapMicros: Double?
 
     public init(link: LinkParameters, flash: FlashParameters) {
         self.link = link
@@ -25,6 +28,8 @@ public struct LinkModel: Sendable, Hashable {
     var preamble: Int { is2M ? 2 : 1 }
     var llLength: Int { min(max(link.llDataLength, 27), 251) }
     var intervalMicros: Double { max(link.connectionIntervalMs, 7.5) * 1000 }
+    /// The time one connection event may last: the interval, or the controller's event length.
+    var eventMicros: Double { min(intervalMicros, eventLengthCapMicros ?? intervalMicros) }
 
     /// On-air time of one LL data PDU carrying `payload` bytes, µs.
     public func pduMicros(payload: Int) -> Double {
@@ -39,7 +44,7 @@ public struct LinkModel: Sendable, Hashable {
 
     /// Full-size LL PDUs per connection event.
     public var llPacketsPerEvent: Int {
-        let fit = Int(intervalMicros / cycleMicros(payload: llLength))
+        let fit = Int(eventMicros / cycleMicros(payload: llLength))
         return max(1, min(max(link.packetsPerEvent, 1), fit))
     }
 
@@ -64,7 +69,7 @@ public struct LinkModel: Sendable, Hashable {
         var index = 0
         var completed = 0
         for _ in 0..<events {
-            var remaining = intervalMicros
+            var remaining = eventMicros
             var sent = 0
             while sent < cap, cycles[index] <= remaining {
                 remaining -= cycles[index]
@@ -85,6 +90,40 @@ public struct LinkModel: Sendable, Hashable {
     public func writeCommandMicros(attBytes: Int) -> Double {
         let rate = pdusPerSecond(attBytes: attBytes)
         return rate > 0 ? 1_000_000 / rate : intervalMicros
+    }
+
+    /// Air time of one ATT PDU of `attBytes` bytes: its LL fragments, each with the peer's empty acknowledgement, µs.
+    public func airMicros(attBytes: Int) -> Double {
+        fragmentSizes(attBytes: attBytes).map { cycleMicros(payload: $0) }.reduce(0, +)
+    }
+
+    /// A connection event with nothing to send: an empty PDU each way and both inter-frame spaces, µs.
+    public var emptyEventMicros: Double { 2 * pduMicros(payload: 0) + 300 }
+
+    /// What the central's controller reserves per connection event of this link, µs (many-links.md §1.2): its fixed
+    /// event length, or one full-length packet pair (Zephyr's slot: max Tx time + T_IFS + max Rx time).
+    public var reservedSlotMicros: Double { eventLengthCapMicros ?? cycleMicros(payload: llLength) }
+
+    /// The fraction of the central's radio this link occupies sending Write Commands of `mtu` bytes back to back
+    /// (its events filled): PDUs per second × their air time.
+    public func fullAirFraction(mtu: Int? = nil) -> Double {
+        let mtu = min(mtu ?? link.maxMTU, link.maxMTU)
+        return min(1, pdusPerSecond(attBytes: mtu) * airMicros(attBytes: mtu) / 1_000_000)
+    }
+
+    /// The fraction it needs at its own bottleneck: the data share scaled down to the flash rate when the flash is
+    /// slower than the air, plus one empty exchange in every event that carries no data (many-links.md §6.1:
+    /// `A = r_pdu × C(p) + (E − E_data) × C_poll`). At most ``fullAirFraction(mtu:)``.
+    public func demandFraction(mtu: Int? = nil) -> Double {
+        let mtu = min(mtu ?? link.maxMTU, link.maxMTU)
+        let ceiling = ceiling(mtu: mtu)
+        guard ceiling.airWriteWithoutResponse > 0 else { return 0 }
+        let scale = min(1, ceiling.flash / ceiling.airWriteWithoutResponse)
+        let pdus = pdusPerSecond(attBytes: mtu) * scale
+        let events = 1_000_000 / intervalMicros
+        let eventsWithData = min(events, pdus * Double(fragments(attBytes: mtu)) / Double(max(llPacketsPerEvent, 1)))
+        let demand = (pdus * airMicros(attBytes: mtu) + (events - eventsWithData) * emptyEventMicros) / 1_000_000
+        return min(demand, fullAirFraction(mtu: mtu))
     }
 
     /// The modelled round trip of a request and its response, µs.

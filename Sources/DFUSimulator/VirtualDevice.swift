@@ -26,6 +26,8 @@ public actor VirtualDevice {
     let statusSink: (@Sendable (DeviceState) async -> Void)?
     let persistentSink: (@Sendable (DevicePersistentState) async -> Void)?
     let logger: Logger
+    /// The air of the central adapters (nil: every link has the air to itself).
+    let sharedAir: SharedAir?
     /// The link model's state, kept apart from the actor so that pacing a PDU needs no hop onto the device.
     private struct LinkState {
         /// When the modelled link is free for the next PDU.
@@ -33,6 +35,8 @@ public actor VirtualDevice {
         /// `link.writeCommandMicros(attBytes:)` by PDU size: the model simulates a thousand connection events per
         /// call, and a transfer asks for the same one or two sizes thousands of times.
         var writeCommandMicrosBySize: [Int: Double] = [:]
+        /// The current link's place on its central adapter's controller.
+        var seat: SharedAir.Seat?
     }
 
     private nonisolated let linkState = Mutex(LinkState())
@@ -42,14 +46,16 @@ public actor VirtualDevice {
     ///   - statusSink: receives a snapshot after every control point write and link event.
     ///   - restoring: flash and settings kept from an earlier run (`persistentState()`), loaded as after a power cycle.
     ///   - persistentSink: receives `persistentState()` whenever `statusSink` receives a snapshot.
+    ///   - sharedAir: where links from one central adapter share its controller's air (`bledfu simulate`).
     public init<C: Clock<Duration>>(
         profile: DeviceProfile, faults: FaultPlan = .none, clock: C,
         statusSink: (@Sendable (DeviceState) async -> Void)? = nil,
         restoring: DevicePersistentState? = nil,
         persistentSink: (@Sendable (DevicePersistentState) async -> Void)? = nil,
-        logger: Logger = Logger(label: "bledfu.simulator")
+        logger: Logger = Logger(label: "bledfu.simulator"), sharedAir: SharedAir? = nil
     ) {
         self.profile = profile
+        self.sharedAir = sharedAir
         self.bootloader = BootloaderStateMachine(profile: profile, faults: faults)
         self.buttonless = ButtonlessLogic(kind: profile.buttonless)
         self.mode = profile.installed.application == nil ? .bootloader : .application
@@ -134,7 +140,16 @@ public actor VirtualDevice {
         connected = true
         bootloader.connected()
         let connectedAt = now()
-        linkState.withLock { $0.freeAt = connectedAt }
+        // A link from a named central adapter shares that adapter's air with its other links.
+        let seat = bearer.linkInfo.centralAdapter.flatMap { adapter in sharedAir?.join(adapter: adapter, model: link) }
+        linkState.withLock { state in
+            state.freeAt = connectedAt
+            state.seat = seat
+        }
+        defer {
+            linkState.withLock { $0.seat = nil }
+            if let seat { sharedAir?.leave(seat) }
+        }
         let servedMode = mode
         let database: GATTDatabase
         switch servedMode {
@@ -190,7 +205,7 @@ public actor VirtualDevice {
         }
         let current = now()
         let wait = linkState.withLock { state -> Duration in
-            let micros: Double
+            var micros: Double
             if let attBytes {
                 if let known = state.writeCommandMicrosBySize[attBytes] {
                     micros = known
@@ -198,6 +213,8 @@ public actor VirtualDevice {
                     micros = link.writeCommandMicros(attBytes: attBytes)
                     state.writeCommandMicrosBySize[attBytes] = micros
                 }
+                // Sharing the central's air: the link carries its PDUs at the speed the controller gives it.
+                if let seat = state.seat, let air = sharedAir { micros /= air.speed(seat) }
             } else {
                 micros = link.requestRoundTripMicros
             }

@@ -10,6 +10,8 @@ import Foundation
 ///     rssi=-50                       signed decimal dBm (optional)
 ///     connectable=1                  1 | 0 (default 1)
 ///     data=0201060909...             hex of the raw AD structures (advertising data + scan response), may be empty
+///     interval_ms=25                 the advertising interval in ms (optional; a central's connection waits for
+///                                    the next advertising event: docs/virtual-radio.md §4.2)
 public enum AdvertisementFile {
     /// Why an advertisement file was rejected.
     public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -32,7 +34,7 @@ public enum AdvertisementFile {
         return BluetoothAddress(String(name.dropLast(suffix.count)))
     }
 
-    public static func encode(_ advertisement: Advertisement) -> String {
+    public static func encode(_ advertisement: Advertisement, intervalMilliseconds: Double? = nil) -> String {
         var lines = [
             "# bledfu virtual radio advertisement",
             "address=\(advertisement.peer.address)",
@@ -41,7 +43,19 @@ public enum AdvertisementFile {
         if let rssi = advertisement.rssi { lines.append("rssi=\(rssi)") }
         lines.append("connectable=\(advertisement.connectable ? 1 : 0)")
         lines.append("data=\(advertisement.data.hexString)")
+        if let intervalMilliseconds { lines.append("interval_ms=\(intervalMilliseconds)") }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The `interval_ms` of an advertisement file's text (nil when absent or not a positive number).
+    public static func interval(in text: String) -> Double? {
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, parts[0] == "interval_ms", let value = Double(parts[1]), value > 0, value.isFinite {
+                return value
+            }
+        }
+        return nil
     }
 
     public static func parse(_ text: String) throws(ParseError) -> Advertisement {

@@ -78,17 +78,19 @@ public final class VirtualPeripheralEndpoint: Sendable {
         defer { listening.release() }
         while true {
             if listening.isClosed { throw BearerError(.closed, "endpoint closed") }
-            let result: IOResult<SocketDescriptor>
+            let result: IOResult<(SocketDescriptor, String?)>
             do throws(Errno) {
-                result = try fd.accept()
+                result = try fd.acceptNamed()
             } catch {
                 if listening.isClosed { throw BearerError(.closed, "endpoint closed") }
                 throw BearerError(.system, "accept: \(error)", errno: error.rawValue)
             }
             switch result {
-            case .processed(let connection):
-                logger.debug("central connected", metadata: ["device": "\(peer.address)"])
-                let link = LinkInfo(peer: nil, connectionHandle: nil, maximumPDUSize: VirtualRadio.maximumPDUSize)
+            case .processed(let (connection, name)):
+                let central = name.flatMap(VirtualRadio.centralAdapter(fromSocketName:))
+                logger.debug("central connected", metadata: ["device": "\(peer.address)", "central": "\(central ?? "?")"])
+                var link = LinkInfo(peer: nil, connectionHandle: nil, maximumPDUSize: VirtualRadio.maximumPDUSize)
+                link.centralAdapter = central
                 return SocketBearer(descriptor: connection, linkInfo: link, logger: logger)
             case .wouldBlock:
                 do throws(Errno) {
@@ -101,11 +103,14 @@ public final class VirtualPeripheralEndpoint: Sendable {
     }
 
     /// Writes the advertisement file atomically (temporary file + rename). The address stays this endpoint's.
-    public func updateAdvertisement(_ advertisement: Advertisement) throws(AdapterError) {
+    /// `intervalMilliseconds`: the advertising interval a connecting central waits for (docs/virtual-radio.md §4.2).
+    public func updateAdvertisement(_ advertisement: Advertisement, intervalMilliseconds: Double? = nil)
+        throws(AdapterError)
+    {
         var advertisement = advertisement
         advertisement.peer = peer
         let temporary = directory + "/." + AdvertisementFile.advertisementName(peer.address) + ".tmp"
-        let text = AdvertisementFile.encode(advertisement)
+        let text = AdvertisementFile.encode(advertisement, intervalMilliseconds: intervalMilliseconds)
         do throws(Errno) {
             try FileIO.writeAtomically(advertisementPath, Array(text.utf8), temporaryPath: temporary)
         } catch {

@@ -13,14 +13,45 @@ public struct VirtualRadio: BLEAdapter {
     public static let maximumPDUSize = 517
 
     public let directory: String
+    /// This central's adapter on the radio (`virtual:DIR@NAME`; `default` for `virtual:DIR`): its links share one
+    /// controller (docs/virtual-radio.md §4.2).
+    public let adapterName: String
     private let logger: Logger
 
-    public init(directory: String, logger: Logger = Logger(label: "bledfu.virtual-radio")) {
+    public init(
+        directory: String, adapterName: String = VirtualController.defaultName,
+        logger: Logger = Logger(label: "bledfu.virtual-radio")
+    ) {
         self.directory = directory
+        self.adapterName = adapterName
         self.logger = logger
     }
 
-    public var name: String { "virtual:\(directory)" }
+    /// `virtual:DIR` or `virtual:DIR@NAME`: the radio directory and the adapter name (letters, digits, `.`, `_`,
+    /// `-`); nil when NAME is not one.
+    public static func parse(_ text: String) -> (directory: String, adapter: String)? {
+        guard let at = text.lastIndex(of: "@") else { return (text, VirtualController.defaultName) }
+        let adapter = String(text[text.index(after: at)...])
+        let allowed = adapter.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
+        guard !adapter.isEmpty, adapter.count <= 32, allowed else { return nil }
+        return (String(text[..<at]), adapter)
+    }
+
+    public var name: String {
+        "virtual:\(directory)" + (adapterName == VirtualController.defaultName ? "" : "@\(adapterName)")
+    }
+
+    /// The abstract socket name a central binds before it connects: `vr-central:<ADAPTER>:<unique>`.
+    static func socketName(adapter: String, unique: UInt64) -> String {
+        "vr-central:\(adapter):\(ProcessInfo.processInfo.processIdentifier):\(unique)"
+    }
+
+    /// The central's adapter from a connected socket's peer name (nil for an unnamed or foreign one).
+    public static func centralAdapter(fromSocketName name: String) -> String? {
+        let fields = name.split(separator: ":", omittingEmptySubsequences: false)
+        guard fields.count >= 2, fields[0] == "vr-central", !fields[1].isEmpty else { return nil }
+        return String(fields[1])
+    }
 
     func path(_ fileName: String) -> String { directory + "/" + fileName }
 
@@ -84,39 +115,99 @@ public struct VirtualRadio: BLEAdapter {
 
     // MARK: Connecting
 
+    /// Connects through this central's adapter (docs/virtual-radio.md §4.2): its controller reserves the link
+    /// (refusing one beyond its limit, one creation at a time), the connection waits for the device's next
+    /// advertising event, and the socket carries the adapter's name to the device.
     public func connect(to peer: PeerAddress, options: ConnectOptions) async throws(AdapterError) -> any ATTBearer {
         let socketPath = path(AdvertisementFile.socketName(peer.address))
-        if let bytes = try? FileIO.read(path(AdvertisementFile.advertisementName(peer.address))),
-            let advertisement = try? AdvertisementFile.parse(String(decoding: bytes, as: UTF8.self)),
+        let advertisementText = (try? FileIO.read(path(AdvertisementFile.advertisementName(peer.address))))
+            .map { String(decoding: $0, as: UTF8.self) }
+        if let advertisementText, let advertisement = try? AdvertisementFile.parse(advertisementText),
             advertisement.peer.type != peer.type
         {
             throw AdapterError(.badAddress, "\(peer.address) advertises as \(advertisement.peer.type), not \(peer.type)")
         }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: options.timeout)
+        let controller = VirtualController(radio: directory, name: adapterName)
+        // Without a profile the adapter is not modelled: no limit, no queue (docs/virtual-radio.md §4.2).
+        let profile = controller.profile()
+        let token: UInt64
+        if let profile {
+            token = try await controller.reserve(peer: peer, profile: profile, until: deadline)
+        } else {
+            token = UInt64.random(in: 1...UInt64.max)
+        }
+        let fd: SocketDescriptor
+        do throws(AdapterError) {
+            if profile?.waitsForUnseenDevices == true { try await waitUntilSeen(peer, socketPath: socketPath, until: deadline) }
+            fd = try openCentralSocket(token: token)
+            do throws(AdapterError) {
+                try await connect(fd, to: socketPath, peer: peer, timeout: clock.now.duration(to: deadline))
+                if let bytes = options.sendBufferBytes {
+                    do throws(Errno) {
+                        try fd.setSendBufferSize(bytes)
+                    } catch {
+                        throw AdapterError(.system, "SO_SNDBUF: \(error)", errno: error.rawValue)
+                    }
+                }
+            } catch {
+                try? fd.close()  // the connect already failed; that error is the one to report
+                throw error
+            }
+            // The kernel creates the connection on the device's next advertising event; on average half an
+            // interval away (the device's `interval_ms`, already divided by its speedup).
+            if let interval = advertisementText.flatMap(AdvertisementFile.interval(in:)) {
+                try? await Task.sleep(for: .microseconds(Int64(interval * 500)))
+            }
+        } catch {
+            if profile != nil { await controller.release(token) }
+            throw error
+        }
+        if profile != nil { await controller.established(token) }
+        logger.debug("connected", metadata: ["peer": "\(peer)", "adapter": "\(adapterName)"])
+        let link = LinkInfo(peer: peer, connectionHandle: nil, maximumPDUSize: VirtualRadio.maximumPDUSize)
+        // The link starts unencrypted; the central may raise it (docs/virtual-radio.md §4.1).
+        let bearer = VirtualSecureLink(
+            SocketBearer(descriptor: fd, linkInfo: link, logger: logger),
+            role: .central(timeout: VirtualSecureLink.defaultTimeout))
+        guard profile != nil else { return bearer }
+        return ControllerLinkBearer(bearer) { await controller.release(token) }
+    }
+
+    /// A non-blocking SEQPACKET socket bound to this central's name.
+    private func openCentralSocket(token: UInt64) throws(AdapterError) -> SocketDescriptor {
         let fd: SocketDescriptor
         do throws(Errno) {
             fd = try SocketDescriptor.unixSeqPacket()
         } catch {
             throw AdapterError(.system, "socket: \(error)", errno: error.rawValue)
         }
-        do throws(AdapterError) {
-            try await connect(fd, to: socketPath, peer: peer, timeout: options.timeout)
-            if let bytes = options.sendBufferBytes {
-                do throws(Errno) {
-                    try fd.setSendBufferSize(bytes)
-                } catch {
-                    throw AdapterError(.system, "SO_SNDBUF: \(error)", errno: error.rawValue)
-                }
-            }
+        do throws(Errno) {
+            try fd.bind(abstractName: VirtualRadio.socketName(adapter: adapterName, unique: token))
         } catch {
-            try? fd.close()  // the connect already failed; that error is the one to report
-            throw error
+            try? fd.close()  // reporting the bind error
+            throw AdapterError(.system, "bind: \(error)", errno: error.rawValue)
         }
-        logger.debug("connected", metadata: ["peer": "\(peer)"])
-        let link = LinkInfo(peer: peer, connectionHandle: nil, maximumPDUSize: VirtualRadio.maximumPDUSize)
-        // The link starts unencrypted; the central may raise it (docs/virtual-radio.md §4.1).
-        return VirtualSecureLink(
-            SocketBearer(descriptor: fd, linkInfo: link, logger: logger),
-            role: .central(timeout: VirtualSecureLink.defaultTimeout))
+        return fd
+    }
+
+    /// Waits, as the kernel's passive scan does, until the device listens (its socket has a listener) or the
+    /// deadline passes: then it was never seen (Linux: ECONNREFUSED after SO_SNDTIMEO, many-links.md §2.3).
+    private func waitUntilSeen(_ peer: PeerAddress, socketPath: String, until deadline: ContinuousClock.Instant)
+        async throws(AdapterError)
+    {
+        var folder = ScanFolder()
+        let placeholder = Advertisement(peer: peer, rssi: nil, data: [])
+        while !folder.isAlive(socketPath: socketPath, advertisement: placeholder, listening: ListeningSockets.read()) {
+            guard ContinuousClock.now < deadline else {
+                throw AdapterError(
+                    .deviceNotFound,
+                    "\(peer.address) was not seen advertising before the connection timed out (a kernel reports "
+                        + "ECONNREFUSED then)", errno: ECONNREFUSED)
+            }
+            try? await Task.sleep(for: VirtualRadio.scanInterval)
+        }
     }
 
     private func connect(_ fd: SocketDescriptor, to socketPath: String, peer: PeerAddress, timeout: Duration)

@@ -50,14 +50,14 @@ import Testing
     }
 
     /// A report without a database is exit 53.
-    @Test func reportWithoutADatabaseFails() throws {
-        let result = try CLIRunner.run(["batch", "report", "--db", "/nonexistent/batch.sqlite"])
+    @Test func reportWithoutADatabaseFails() async throws {
+        let result = try await CLIRunner.run(["batch", "report", "--db", "/nonexistent/batch.sqlite"])
         #expect(result.status == 53, "\(result.stderr)")
         #expect(result.stderr.contains("no batch database"))
     }
 
     /// A bad plan is rejected with its line before anything connects (the adapter directory does not even exist).
-    @Test func aBadPlanIsRejectedWithItsLine() throws {
+    @Test func aBadPlanIsRejectedWithItsLine() async throws {
         let line = try BatchLine()
         defer { line.cleanUp() }
         let plan = line.directory.appendingPathComponent("bad.yaml")
@@ -76,7 +76,7 @@ import Testing
 
             """.utf8
         ).write(to: plan)
-        let result = try CLIRunner.run(["batch", plan.path] + line.batchArguments)
+        let result = try await CLIRunner.run(["batch", plan.path] + line.batchArguments)
         #expect(result.status == 51, "\(result.stderr)")
         #expect(result.stderr.contains("line 10: unknown key 'colour'"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: line.database.path), "nothing opened before the plan was valid")
@@ -84,12 +84,12 @@ import Testing
         // Valid YAML, but the package does not exist: still exit 51, naming the class's line.
         try Data(String(decoding: try Data(contentsOf: plan), as: UTF8.self).replacingOccurrences(of: "    colour: blue\n", with: "").utf8)
             .write(to: plan)
-        let missing = try CLIRunner.run(["batch", plan.path] + line.batchArguments)
+        let missing = try await CLIRunner.run(["batch", plan.path] + line.batchArguments)
         #expect(missing.status == 51, "\(missing.stderr)")
         #expect(missing.stderr.contains("line 6: class 'bracelet'"), "\(missing.stderr)")
 
         let good = try line.writePlan(expect: 1, connections: 1)
-        let check = try CLIRunner.run(["batch", good, "--check"] + line.batchArguments)
+        let check = try await CLIRunner.run(["batch", good, "--check"] + line.batchArguments)
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout.contains("plan OK: 1 adapter(s), 1 connection(s), 2 class(es)"))
     }
@@ -97,7 +97,7 @@ import Testing
     /// 16 virtual devices (12 plain bracelets and sensors; 3 that drop the link part-way; 1 whose hardware version
     /// no package matches) in one run on two adapters: every device's image is correct or its failure is recorded
     /// with the cause.
-    @Test(.timeLimit(.minutes(3))) func sixteenDevicesInOneBatch() throws {
+    @Test(.timeLimit(.minutes(3))) func sixteenDevicesInOneBatch() async throws {
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["bracelet:6", "sensor:6"], speedup: 20)
@@ -109,7 +109,7 @@ import Testing
         try line.waitForDevices(16)
         let plan = try line.writePlan(expect: 16, connections: 8, adapters: 2)
 
-        let result = try CLIRunner.run(["batch", plan, "--json"] + line.batchArguments, timeout: 150)
+        let result = try await CLIRunner.run(["batch", plan, "--json"] + line.batchArguments, timeout: 150)
         #expect(result.status == 50, "exit \(result.status): \(result.stderr)\n\(result.stdout.suffix(3000))")
         let events = CLIRunner.events(result)
         let final = try #require(events.last { $0["event"] as? String == "result" })
@@ -121,7 +121,7 @@ import Testing
         #expect(adapters == ["virtual:\(line.radio.path)", "virtual:\(line.radio.path)#2"])
         #expect(events.contains { $0["event"] as? String == "totals" && $0["ratePerHour"] as? Double != nil })
 
-        let report = try line.report()
+        let report = try await line.report()
         #expect(report.count == 16)
         let braceletSHA = try BatchLine.imageSHA("bracelet-app-v2.zip")
         let sensorSHA = try BatchLine.imageSHA("sensor-app-v2.zip")
@@ -153,15 +153,15 @@ import Testing
         }
 
         // Exports: CSV has a header and 16 rows; JUnit names one failure.
-        let csv = try CLIRunner.run(["batch", "report", "--db", line.database.path])
+        let csv = try await CLIRunner.run(["batch", "report", "--db", line.database.path])
         #expect(csv.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == 17, "\(csv.stdout.prefix(300))")
-        let junit = try CLIRunner.run(["batch", "report", "--db", line.database.path, "--format", "junit"])
+        let junit = try await CLIRunner.run(["batch", "report", "--db", line.database.path, "--format", "junit"])
         #expect(junit.stdout.contains("tests=\"16\" failures=\"1\""), "\(junit.stdout.prefix(400))")
     }
 
     /// kill -9 in the middle of a batch, then the same command again: every device ends with exactly one record,
     /// done at the target version, and no device completed an update twice.
-    @Test(.timeLimit(.minutes(3))) func killNineMidBatchThenRerunFinishesWithoutReflashing() throws {
+    @Test(.timeLimit(.minutes(3))) func killNineMidBatchThenRerunFinishesWithoutReflashing() async throws {
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["bracelet:4", "sensor:4"], speedup: 4)
@@ -189,13 +189,13 @@ import Testing
         first.waitUntilExit()
         #expect(killed, "the first run ended before any device finished")
         #expect(first.terminationReason == .uncaughtSignal)
-        let before = try line.report()
+        let before = try await line.report()
         #expect(before.values.contains { $0.record["status"] as? String == "done" })
         #expect(before.values.contains { ["running", "pending"].contains($0.record["status"] as? String ?? "") }, "killed mid-batch")
 
-        let rerun = try CLIRunner.run(["batch", plan] + line.batchArguments, timeout: 120)
+        let rerun = try await CLIRunner.run(["batch", plan] + line.batchArguments, timeout: 120)
         #expect(rerun.status == 0, "\(rerun.stderr)\n\(rerun.stdout)")
-        let report = try line.report()
+        let report = try await line.report()
         #expect(report.count == 8)
         let states = line.deviceStates()
         for (address, entry) in report {
@@ -206,7 +206,7 @@ import Testing
             #expect(BatchLine.updatesCompleted(states[address]) == 1, "\(address) completed \(BatchLine.updatesCompleted(states[address]) ?? -1) updates")
         }
         // A third run touches nothing.
-        let third = try CLIRunner.run(["batch", plan, "--json"] + line.batchArguments, timeout: 120)
+        let third = try await CLIRunner.run(["batch", plan, "--json"] + line.batchArguments, timeout: 120)
         #expect(third.status == 0, "\(third.stderr)")
         let events = CLIRunner.events(third)
         #expect(!events.contains { $0["event"] as? String == "started" })

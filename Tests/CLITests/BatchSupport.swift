@@ -98,8 +98,8 @@ final class BatchLine {
     var batchArguments: [String] { ["--state-dir", state.path, "--db", database.path] }
 
     /// `bledfu batch report --format json`, decoded: records and attempts per address.
-    func report() throws -> [String: (record: [String: Any], attempts: [[String: Any]])] {
-        let result = try CLIRunner.run(["batch", "report", "--db", database.path, "--format", "json"])
+    func report() async throws -> [String: (record: [String: Any], attempts: [[String: Any]])] {
+        let result = try await CLIRunner.run(["batch", "report", "--db", database.path, "--format", "json"])
         #expect(result.status == 0, "\(result.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let devices = try #require(object["devices"] as? [[String: Any]])

@@ -47,34 +47,34 @@ import Testing
         init(_ text: String) { description = text }
     }
 
-    @Test func scanFindsTheDevice() throws {
+    @Test func scanFindsTheDevice() async throws {
         let device = try Device()
-        let result = try CLIRunner.run(["scan", "--adapter", device.adapter, "--json", "--duration", "0.5"])
+        let result = try await CLIRunner.run(["scan", "--adapter", device.adapter, "--json", "--duration", "0.5"])
         #expect(result.status == 0, "\(result.stderr)")
         let events = result.lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         let found = events.first { $0["address"] as? String == Self.address }
         #expect(found?["name"] as? String == "Example")
         #expect(found?["addressType"] as? String == "random")
-        let filtered = try CLIRunner.run(["scan", "--adapter", device.adapter, "--name", "Nope", "--duration", "0.3"])
+        let filtered = try await CLIRunner.run(["scan", "--adapter", device.adapter, "--name", "Nope", "--duration", "0.3"])
         #expect(filtered.status == 0)
         #expect(filtered.stdout.isEmpty)
     }
 
-    @Test func listReadWriteSubscribe() throws {
+    @Test func listReadWriteSubscribe() async throws {
         let device = try Device()
-        let list = try CLIRunner.run(["gatt", "list", "--adapter", device.adapter, "--device", Self.address, "--values"])
+        let list = try await CLIRunner.run(["gatt", "list", "--adapter", device.adapter, "--device", Self.address, "--values"])
         #expect(list.status == 0, "\(list.stderr)")
         #expect(list.stdout.contains("service 8E7F0001-4B5D-4E2A-9C3B-1D0F6A2B3C4D handles 0x0001-0x0004"))
         #expect(list.stdout.contains("characteristic \(Self.characteristic) value 0x0003"))
         #expect(list.stdout.contains("\"Example\""))
 
-        let write = try CLIRunner.run(["gatt", "write", "--adapter", device.adapter, "--device", Self.address, "0x0003", "68656c6c6f"])
+        let write = try await CLIRunner.run(["gatt", "write", "--adapter", device.adapter, "--device", Self.address, "0x0003", "68656c6c6f"])
         #expect(write.status == 0, "\(write.stderr)")
-        let read = try CLIRunner.run(["gatt", "read", "--adapter", device.adapter, "--device", Self.address, Self.characteristic])
+        let read = try await CLIRunner.run(["gatt", "read", "--adapter", device.adapter, "--device", Self.address, Self.characteristic])
         #expect(read.status == 0, "\(read.stderr)")
         #expect(read.stdout == "0x0003: 68656c6c6f \"hello\"\n")
 
-        let subscribe = try CLIRunner.run([
+        let subscribe = try await CLIRunner.run([
             "gatt", "subscribe", "--adapter", device.adapter, "--device", Self.address, Self.characteristic,
             "--then-write", "6869", "--count", "1", "--json",
         ])
@@ -83,7 +83,7 @@ import Testing
         #expect(subscribe.stdout.contains("\"value\":\"6869\""))
     }
 
-    @Test func captureDecodesInTshark() throws {
+    @Test func captureDecodesInTshark() async throws {
         let tshark = "/usr/bin/tshark"
         guard FileManager.default.isExecutableFile(atPath: tshark) else {
             if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("tshark is missing in CI (tools/setup installs it)") }
@@ -91,7 +91,7 @@ import Testing
         }
         let device = try Device()
         let capture = device.radio.appendingPathComponent("trace.btsnoop").path
-        let read = try CLIRunner.run([
+        let read = try await CLIRunner.run([
             "gatt", "read", "--adapter", device.adapter, "--device", Self.address, "0x0003", "--capture", capture, "--verbose",
         ])
         #expect(read.status == 0, "\(read.stderr)")

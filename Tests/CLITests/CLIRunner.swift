@@ -4,7 +4,7 @@ import Testing
 
 /// Runs the built `bledfu` binary (built next to the test bundle) and captures its output.
 struct CLIRunner {
-    struct Result {
+    struct Result: Sendable {
         var status: Int32
         var stdout: String
         var stderr: String
@@ -27,8 +27,23 @@ struct CLIRunner {
     /// `out/` at the repository's root (ignored by git): screenshots and other artefacts a test keeps.
     static var outputDirectory: URL { repositoryRoot.appendingPathComponent("out") }
 
+    /// Runs the child on a thread of its own and awaits it there: the test's task gives its cooperative thread back
+    /// while the child runs. Waiting for a child on a cooperative thread (`runBlocking`) takes one of the pool's
+    /// threads (as many as the machine has cores) for the child's whole run; two such waits on a two-core machine
+    /// stopped every other test of the process, whose clocks went on running (docs/reliability.md, "Starved pool").
     @discardableResult
     static func run(
+        _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
+    ) async throws -> Result {
+        try await OffPool.run {
+            try runBlocking(arguments, environment: environment, timeout: timeout, executable: executable)
+        }
+    }
+
+    /// Like ``run(_:environment:timeout:executable:)``, blocking the calling thread: only for synchronous code that
+    /// cannot await (a polled condition).
+    @discardableResult
+    static func runBlocking(
         _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
     ) throws -> Result {
         let process = Process()

@@ -82,8 +82,8 @@ import Testing
     }
 
     /// README.md and docs/exit-codes.md carry the generated tables (tools/check-exit-codes checks the same in CI).
-    @Test func readmeAndDocsAreGenerated() throws {
-        let result = try CLIRunner.run(["exit-codes", "--markdown"])
+    @Test func readmeAndDocsAreGenerated() async throws {
+        let result = try await CLIRunner.run(["exit-codes", "--markdown"])
         #expect(result.status == 0, "\(result.stderr)")
         let readme = try String(contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let docs = try String(contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("docs/exit-codes.md"), encoding: .utf8)

@@ -10,7 +10,8 @@ import Testing
     || ProcessInfo.processInfo.environment["CI"] == "true", "FuzzFaultCampaign is not built next to bledfu"), .timeLimit(.minutes(5)))
 struct FaultCampaignKillTests {
 
-    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --verbose` with `bledfu` at `bledfu`.
+    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --verbose` with `bledfu` at `bledfu`, blocking (call it through
+    /// `OffPool`: it waits up to two minutes).
     static func runNine(bledfu: URL) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = CampaignBinary.url
@@ -46,8 +47,8 @@ struct FaultCampaignKillTests {
         return file
     }
 
-    @Test func aRealKillThenResumeIsVerified() throws {
-        let (status, output) = try Self.runNine(bledfu: CLIRunner.binary)
+    @Test func aRealKillThenResumeIsVerified() async throws {
+        let (status, output) = try await OffPool.run { try Self.runNine(bledfu: CLIRunner.binary) }
         #expect(status == 0, "\(output)")
         #expect(output.contains("verified: run 9:"), "\(output)")
         #expect(output.contains("flash: SIGKILL at "), "\(output)")
@@ -56,19 +57,19 @@ struct FaultCampaignKillTests {
         #expect(output.contains("violations:                0"), "\(output)")
     }
 
-    @Test func aResumeThatClaimsSuccessWithoutTheImageIsAViolation() throws {
+    @Test func aResumeThatClaimsSuccessWithoutTheImageIsAViolation() async throws {
         let liar = try Self.wrapper(resume: "exit 0")
         defer { try? FileManager.default.removeItem(at: liar.deletingLastPathComponent()) }
-        let (status, output) = try Self.runNine(bledfu: liar)
+        let (status, output) = try await OffPool.run { [liar] in try Self.runNine(bledfu: liar) }
         #expect(status == 1, "\(output)")
         #expect(output.contains("violation: run 9:"), "\(output)")
         #expect(output.contains("bledfu exited 0, the device has no valid image"), "\(output)")
     }
 
-    @Test func aResumeWithAnUnclearErrorIsAViolation() throws {
+    @Test func aResumeWithAnUnclearErrorIsAViolation() async throws {
         let babbler = try Self.wrapper(resume: "echo 'something went wrong' >&2; echo 'and more' >&2; exit 40")
         defer { try? FileManager.default.removeItem(at: babbler.deletingLastPathComponent()) }
-        let (status, output) = try Self.runNine(bledfu: babbler)
+        let (status, output) = try await OffPool.run { [babbler] in try Self.runNine(bledfu: babbler) }
         #expect(status == 1, "\(output)")
         #expect(output.contains("violation: run 9:"), "\(output)")
         #expect(output.contains("unclear error"), "\(output)")

@@ -34,9 +34,9 @@ import Testing
     }
 
     static func flash(_ package: String, _ simulator: FlashSimulator, _ directory: URL, _ extra: [String] = [])
-        throws -> CLIRunner.Result
+        async throws -> CLIRunner.Result
     {
-        try CLIRunner.run(
+        try await CLIRunner.run(
             [
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
                 "--state-dir", directory.appendingPathComponent("state").path, "--reboot-delay", "0.1",
@@ -56,7 +56,7 @@ import Testing
         let simulator = try FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
 
-        let first = try Self.flash(path, simulator, directory)
+        let first = try await Self.flash(path, simulator, directory)
         #expect(first.status == 0, "stderr: \(first.stderr)\n\(first.stdout)\nsimulator: \(simulator.log())")
         let events = CLIRunner.events(first)
         let uploads = events.filter { $0["state"] as? String == "uploading" }.compactMap { $0["name"] as? String }
@@ -71,7 +71,7 @@ import Testing
         #expect(FlashCampaignSupport.slot(status, "bootloader")?["version"] as? Int == 2)
         #expect(FlashCampaignSupport.applicationSHA(status) == Self.sha(application.image))
 
-        let again = try Self.flash(path, simulator, directory)
+        let again = try await Self.flash(path, simulator, directory)
         #expect(again.status == 0, "stderr: \(again.stderr)\n\(again.stdout)\nsimulator: \(simulator.log())")
         let skipped = CLIRunner.events(again).filter { $0["event"] as? String == "message" }
             .compactMap { $0["message"] as? String }
@@ -81,7 +81,7 @@ import Testing
         #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: Self.sha(application.image)))
             == Self.sha(application.image))
 
-        let scoped = try Self.flash(path, simulator, directory, ["--scope", "application"])
+        let scoped = try await Self.flash(path, simulator, directory, ["--scope", "application"])
         #expect(scoped.status == 0, "stderr: \(scoped.stderr)\n\(scoped.stdout)\nsimulator: \(simulator.log())")
         let scopedUploads = CLIRunner.events(scoped).filter { $0["state"] as? String == "uploading" }
         #expect(scopedUploads.compactMap { $0["name"] as? String } == ["application"])
@@ -98,7 +98,7 @@ import Testing
         defer { simulator.stop() }
         let before = FlashCampaignSupport.applicationSHA(simulator.status())
 
-        let result = try Self.flash(path, simulator, directory, ["--scope", "system"])
+        let result = try await Self.flash(path, simulator, directory, ["--scope", "system"])
         #expect(result.status == 0, "stderr: \(result.stderr)\n\(result.stdout)\nsimulator: \(simulator.log())")
         let uploads = CLIRunner.events(result).filter { $0["state"] as? String == "uploading" }
         #expect(uploads.compactMap { $0["name"] as? String } == ["softdevice_bootloader"])
@@ -121,7 +121,7 @@ import Testing
         let system = try #require(package.parts.first)
         let simulator = try FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
-        let result = try Self.flash(path, simulator, directory, ["--key", FlashFixture.publicKey.path])
+        let result = try await Self.flash(path, simulator, directory, ["--key", FlashFixture.publicKey.path])
         #expect(result.status == 0, "stderr: \(result.stderr)\n\(result.stdout)\nsimulator: \(simulator.log())")
         let expected = Campaign.expectedImages(system)
         var status: [String: Any]?

@@ -21,7 +21,7 @@ import Testing
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
 
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             [
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
                 "--state-dir", state.path, "--reconnect-attempts", "0",
@@ -36,7 +36,7 @@ import Testing
         #expect(message.contains("bledfu resume --device \(FlashFixture.device)"), "\(message)")
         #expect(!JournalFileStore.all(in: state).isEmpty)
 
-        let resumed = try CLIRunner.run(
+        let resumed = try await CLIRunner.run(
             ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 60)
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
         let installed = simulator.waitForApplication(sha256: sha)
@@ -70,7 +70,7 @@ import Testing
             #expect(flash.terminationReason == .uncaughtSignal)
             #expect(!JournalFileStore.all(in: state).isEmpty, "cycle \(cycle): no journal after kill -9")
 
-            let resumed = try CLIRunner.run(
+            let resumed = try await CLIRunner.run(
                 ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 90)
             #expect(resumed.status == 0, "cycle \(cycle), killed after \(objects) objects: \(resumed.stderr)")
             let installed = simulator.waitForApplication(sha256: sha)
@@ -118,7 +118,7 @@ import Testing
         let simulator = try FlashSimulator(
             directory: directory, speedup: 1000, extraArguments: ["--fault", "stall-at=create-data#3"])
         defer { simulator.stop() }
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             [
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
                 "--state-dir", directory.appendingPathComponent("state").path, "--timeout", "1",
@@ -136,7 +136,7 @@ import Testing
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 12_000)
         let simulator = try FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             [
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--name", "Brace", "--json",
                 "--state-dir", directory.appendingPathComponent("state").path, "--scan-timeout", "5",
@@ -156,7 +156,7 @@ import Testing
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 12_000)
         let simulator = try FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             [
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
                 "--state-dir", directory.appendingPathComponent("state").path, "--unique-name",

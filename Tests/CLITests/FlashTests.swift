@@ -17,7 +17,7 @@ import Testing
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
 
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             [
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
                 "--key", FlashFixture.publicKey.path, "--state-dir", state.path,
@@ -49,7 +49,7 @@ import Testing
         let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "disconnect-after-bytes=10000"])
         defer { simulator.stop() }
 
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             [
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
                 "--state-dir", directory.appendingPathComponent("state").path,
@@ -93,7 +93,7 @@ import Testing
         #expect(stderr.contains("bledfu resume --device \(FlashFixture.device)"))
         #expect(!JournalFileStore.all(in: state).isEmpty)
 
-        let resumed = try CLIRunner.run(
+        let resumed = try await CLIRunner.run(
             ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 120)
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
         let device = simulator.waitForApplication(sha256: sha)
@@ -102,12 +102,12 @@ import Testing
         #expect(JournalFileStore.all(in: state).isEmpty)
     }
 
-    @Test func corruptPackageFailsPreflightWithThePackageExitCode() throws {
+    @Test func corruptPackageFailsPreflightWithThePackageExitCode() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let package = directory.appendingPathComponent("broken.zip")
         try Data("not a zip file".utf8).write(to: package)
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.run([
             "flash", package.path, "--adapter", "virtual:\(directory.path)", "--device", FlashFixture.device,
         ])
         #expect((30...39).contains(result.status), "exit \(result.status): \(result.stderr)")
@@ -120,7 +120,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 1000)
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.run([
             "flash", package, "--adapter", "virtual:\(directory.path)", "--device", FlashFixture.device,
             "--family", "zigbee",
         ])
@@ -128,17 +128,17 @@ import Testing
         #expect(result.errorLines == ["bledfu: error: no family 'zigbee' is registered (available: secure, legacy, smp)"])
     }
 
-    @Test func helpDocumentsTheDFUExitCodes() throws {
-        let result = try CLIRunner.run(["flash", "--help"])
+    @Test func helpDocumentsTheDFUExitCodes() async throws {
+        let result = try await CLIRunner.run(["flash", "--help"])
         #expect(result.status == 0)
         for code in 40...45 { #expect(result.stdout.contains("\(code)\t"), "flash --help lacks exit code \(code)") }
         #expect(result.stdout.contains("--reconnect-attempts"))
     }
 
-    @Test func resumeWithoutAJournalSaysSo() throws {
+    @Test func resumeWithoutAJournalSaysSo() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.run([
             "resume", "--adapter", "virtual:\(directory.path)", "--state-dir", directory.path, "--device", FlashFixture.device,
         ])
         #expect(result.status == 1)

@@ -78,10 +78,10 @@ final class LegacySimulator {
     static func sample(_ name: String) -> String { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/\(name)").path }
 
     /// Every Legacy sample onto its profile through `bledfu flash` (family detected, not given), images checked.
-    @Test func everyLegacySampleFlashes() throws {
+    @Test func everyLegacySampleFlashes() async throws {
         let simulator = try LegacySimulator(profiles: Self.samples.map(\.profile))
         for sample in Self.samples {
-            let result = try CLIRunner.run(["flash", Self.sample(sample.package), "--adapter", "virtual:\(simulator.radio)", "--device", sample.address])
+            let result = try await CLIRunner.run(["flash", Self.sample(sample.package), "--adapter", "virtual:\(simulator.radio)", "--device", sample.address])
             #expect(result.status == 0, "\(sample.package): \(result.stderr)")
             let package = try FirmwarePackage(contentsOf: URL(fileURLWithPath: Self.sample(sample.package)))
             let application = try #require(package.part(.application))
@@ -99,9 +99,9 @@ final class LegacySimulator {
     }
 
     /// `scan` names the family from the advertised services: InfiniTime lists the Legacy DFU service.
-    @Test func scanShowsTheFamily() throws {
+    @Test func scanShowsTheFamily() async throws {
         let simulator = try LegacySimulator(profiles: ["pinetime", "bracelet"])
-        let result = try CLIRunner.run(["scan", "--adapter", "virtual:\(simulator.radio)", "--duration", "1", "--json"])
+        let result = try await CLIRunner.run(["scan", "--adapter", "virtual:\(simulator.radio)", "--duration", "1", "--json"])
         #expect(result.status == 0)
         let events = CLIRunner.events(result)
         #expect(events.contains { $0["name"] as? String == "InfiniTime" && $0["family"] as? String == "legacy" })
@@ -109,9 +109,9 @@ final class LegacySimulator {
     }
 
     /// A Secure package on a Legacy device: one line naming the cause, the incompatible-package exit code, nothing sent.
-    @Test func securePackageOnALegacyDevice() throws {
+    @Test func securePackageOnALegacyDevice() async throws {
         let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.run([
             "flash", Self.sample("bracelet-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device", "E1:5D:11:51:00:01",
         ])
         #expect(result.status == 46, "\(result.stderr)")
@@ -123,7 +123,7 @@ final class LegacySimulator {
     /// Bad input, one line and exit 46 each (README's exit codes): a Legacy package on a Secure device (refused
     /// before anything is sent), an init packet for another device type (the Adafruit bootloader answers `10 02 06`),
     /// an image larger than the SDK 11 nRF51's bank (`10 01 04`).
-    @Test func badInputEndsInOneLineAndExit46() throws {
+    @Test func badInputEndsInOneLineAndExit46() async throws {
         let simulator = try LegacySimulator(profiles: ["bracelet", "adafruit-feather52832", "sdk11-nrf51"])
         let oversized = simulator.directory.appendingPathComponent("oversized.zip")
         var builder = PackageBuilder()
@@ -137,7 +137,7 @@ final class LegacySimulator {
             (oversized.path, "E1:5D:11:51:00:01", "Start DFU (0x01) refused: data size exceeds limit (0x04)"),
         ]
         for item in cases {
-            let result = try CLIRunner.run(["flash", item.package, "--adapter", "virtual:\(simulator.radio)", "--device", item.address])
+            let result = try await CLIRunner.run(["flash", item.package, "--adapter", "virtual:\(simulator.radio)", "--device", item.address])
             #expect(result.status == 46, "\(item.address): \(result.stderr)")
             let errors = result.errorLines.filter { $0.hasPrefix("bledfu: error:") }
             #expect(errors.count == 1 && errors.first?.contains(item.says) == true, "\(item.address): \(result.stderr)")
@@ -151,7 +151,7 @@ final class LegacySimulator {
     /// then `bledfu resume`: it reads the killed run's journal, sends the image again from zero (resetting the
     /// device first when it still holds the old attempt, depending on how long the rerun took to come) and ends
     /// with the image installed; the result counts what the killed run had sent and says why it was sent again.
-    @Test func killedFlashThenRerun() throws {
+    @Test func killedFlashThenRerun() async throws {
         let simulator = try LegacySimulator(profiles: ["pinetime"], speedup: 8)
         let address = "E7:1E:71:3E:00:01"
         let state = simulator.directory.appendingPathComponent("journals")
@@ -174,7 +174,7 @@ final class LegacySimulator {
         #expect(checkpoint >= 8192, "the journal never held the 8 KiB checkpoint")
         let killed = try simulator.state(address)
         #expect(killed.installed.application?.sha256 != DFUSimulatorDigest.sha256Hex(image), "the kill came after the image")
-        let rerun = try CLIRunner.run(
+        let rerun = try await CLIRunner.run(
             ["resume", "--adapter", "virtual:\(simulator.radio)", "--device", address, "--state-dir", state.path, "--json"],
             timeout: 120)
         #expect(rerun.status == 0, "\(rerun.stderr)")
@@ -207,11 +207,11 @@ final class LegacySimulator {
         .enabled(
             if: FileManager.default.isExecutableFile(atPath: LegacyCLITests.tshark) || ProcessInfo.processInfo.environment["CI"] == "true",
             "tshark is not installed (tools/setup)"))
-    func captureDecodesInTshark() throws {
+    func captureDecodesInTshark() async throws {
         let tshark = Self.tshark
         let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
         let capture = simulator.directory.appendingPathComponent("legacy.btsnoop").path
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.run([
             "flash", Self.sample("sdk11-nrf51-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
             "E1:5D:11:51:00:01", "--capture", capture,
         ])
@@ -236,7 +236,7 @@ final class LegacySimulator {
 /// `bledfu batch` with Secure and Legacy devices in one plan: each device gets the package of its class and its own
 /// family's protocol.
 @Suite struct LegacyBatchTests {
-    @Test func aPlanMixesSecureAndLegacyDevices() throws {
+    @Test func aPlanMixesSecureAndLegacyDevices() async throws {
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["bracelet", "sdk11-nrf51", "pinetime"], ["--public-key", FlashFixture.publicKey.path], speedup: 50)
@@ -269,7 +269,7 @@ final class LegacySimulator {
 
             """.utf8
         ).write(to: plan)
-        let result = try CLIRunner.run(["batch", plan.path, "--json"] + line.batchArguments, timeout: 240)
+        let result = try await CLIRunner.run(["batch", plan.path, "--json"] + line.batchArguments, timeout: 240)
         #expect(result.status == 0, "\(result.stderr)")
         for (address, sample) in [
             ("C6:05:04:03:02:01", "bracelet-app-v2.zip"), ("E1:5D:11:51:00:01", "sdk11-nrf51-app-v2.zip"),
@@ -278,7 +278,7 @@ final class LegacySimulator {
             let sha = try BatchLine.imageSHA(sample)
             #expect(BatchLine.applicationSHA(line.waitForApplication(address, sha256: sha) ?? [:]) == sha, "\(address)")
         }
-        let report = try line.report()
+        let report = try await line.report()
         #expect(report.count == 3)
         #expect(report.values.allSatisfy { $0.record["status"] as? String == "done" }, "\(report.mapValues(\.record))")
     }

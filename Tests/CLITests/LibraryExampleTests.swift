@@ -30,7 +30,7 @@ import Testing
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 20_000)
         let simulator = try FlashSimulator(directory: directory, speedup: 100)
         defer { simulator.stop() }
-        let result = try CLIRunner.run([simulator.radio, package, FlashFixture.device], timeout: 120, executable: Self.executable)
+        let result = try await CLIRunner.run([simulator.radio, package, FlashFixture.device], timeout: 120, executable: Self.executable)
         #expect(result.status == 0, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("part 1/1: ") && $0.hasSuffix("%") })

@@ -112,16 +112,16 @@ struct LineCLITests {
         #expect(handedOver >= 1, "a device of the killed station was finished by another")
 
         // The line at a glance, and the reports for the line and for one station.
-        let status = try CLIRunner.run(["line", "status", "--db", database.url])
+        let status = try await CLIRunner.run(["line", "status", "--db", database.url])
         #expect(status.status == 0, "\(status.stderr)")
         #expect(status.stdout.contains("stations: 0 alive of 3"), "\(status.stdout)")
         let done = records.filter { $0.status == .done }.count
         #expect(status.stdout.contains("devices: 25: done \(done), skipped \(25 - done), failed 0, in flight 0, pending 0"), "\(status.stdout)")
         #expect(status.stdout.contains("yield 100.0 %"), "\(status.stdout)")
         #expect(!status.stdout.contains(database.base.password ?? "\u{0}"), "no password")
-        let lineCSV = try CLIRunner.run(["batch", "report", "--db", database.url])
+        let lineCSV = try await CLIRunner.run(["batch", "report", "--db", database.url])
         #expect(lineCSV.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == 26)
-        let mine = try CLIRunner.run(["batch", "report", "--db", database.url, "--station", "s1", "--format", "json"])
+        let mine = try await CLIRunner.run(["batch", "report", "--db", database.url, "--station", "s1", "--format", "json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(mine.stdout.utf8)) as? [String: Any])
         let devices = try #require(object["devices"] as? [[String: Any]])
         #expect(devices.count == records.filter { $0.station == "s1" }.count && !devices.isEmpty)
@@ -161,17 +161,17 @@ struct LineCLITests {
         let database = try await TestLineDatabase()
 
         // Unreachable (nothing listens on port 1) and malformed URLs: exit 53; the password never printed.
-        let unreachable = try CLIRunner.run(["batch", plan, "--db", "postgres://bledfu:s3cret@127.0.0.1:1/x", "--state-dir", line.state.path])
+        let unreachable = try await CLIRunner.run(["batch", plan, "--db", "postgres://bledfu:s3cret@127.0.0.1:1/x", "--state-dir", line.state.path])
         #expect(unreachable.status == 53, "\(unreachable.stderr)")
         #expect(unreachable.stderr.contains("cannot connect to the line database postgres://bledfu@127.0.0.1:1/x"))
         #expect(!unreachable.stderr.contains("s3cret"))
         #expect(unreachable.stderr.split(separator: "\n").count == 1, "\(unreachable.stderr)")
-        let malformed = try CLIRunner.run(["line", "status", "--db", "postgres://127.0.0.1/x"])
+        let malformed = try await CLIRunner.run(["line", "status", "--db", "postgres://127.0.0.1/x"])
         #expect(malformed.status == 53 && malformed.stderr.contains("bad database URL"), "\(malformed.stderr)")
         var wrong = database.base
         wrong.password = "not-the-password"
         wrong.database = database.name
-        let refused = try CLIRunner.run(["line", "status", "--db", wrong.string])
+        let refused = try await CLIRunner.run(["line", "status", "--db", wrong.string])
         #expect(refused.status == 53, "\(refused.stderr)")
         #expect(refused.stderr.contains("password authentication failed"), "\(refused.stderr)")
         #expect(!refused.stderr.contains("not-the-password"))
@@ -182,10 +182,10 @@ struct LineCLITests {
         _ = try await log.startRun(
             batch: "line", station: StationInfo(name: "s1", host: "elsewhere", pid: 1, adapters: "hci0×1", planHash: "another", lease: 600),
             force: false, at: Date())
-        let twin = try CLIRunner.run(["batch", plan, "--db", database.url, "--station", "s1", "--state-dir", line.state.path])
+        let twin = try await CLIRunner.run(["batch", plan, "--db", database.url, "--station", "s1", "--state-dir", line.state.path])
         #expect(twin.status == 57, "\(twin.stderr)")
         #expect(twin.stderr.contains("station name 's1' is in use"), "\(twin.stderr)")
-        let other = try CLIRunner.run(["batch", plan, "--db", database.url, "--station", "s2", "--state-dir", line.state.path])
+        let other = try await CLIRunner.run(["batch", plan, "--db", database.url, "--station", "s2", "--state-dir", line.state.path])
         #expect(other.status == 58, "\(other.stderr)")
         #expect(other.stderr.contains("differs from the line's"), "\(other.stderr)")
         // A newer schema: exit 56 for batch, report, status and serve alike.
@@ -197,7 +197,7 @@ struct LineCLITests {
             ["batch", plan, "--db", database.url, "--state-dir", line.state.path], ["batch", "report", "--db", database.url],
             ["line", "status", "--db", database.url], ["line", "serve", "--db", database.url, "--listen", "127.0.0.1:0"],
         ] {
-            let result = try CLIRunner.run(arguments)
+            let result = try await CLIRunner.run(arguments)
             #expect(result.status == 56, "\(arguments[0]) \(arguments[1]): \(result.stderr)")
             #expect(result.stderr.contains("schema version \(LineSchema.current + 1)"), "\(result.stderr)")
         }

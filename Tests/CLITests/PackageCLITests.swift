@@ -14,8 +14,8 @@ import Testing
         return directory
     }
 
-    @Test func inspectText() throws {
-        let result = try CLIRunner.run(["package", "inspect", Self.sample])
+    @Test func inspectText() async throws {
+        let result = try await CLIRunner.run(["package", "inspect", Self.sample])
         #expect(result.status == 0, "\(result.stderr)")
         let text = result.stdout
         #expect(text.contains("Secure DFU, 1 image(s)"))
@@ -26,8 +26,8 @@ import Testing
         #expect(text.contains("hash: SHA-256 matches"))
     }
 
-    @Test func inspectJSON() throws {
-        let result = try CLIRunner.run(["package", "inspect", "--json", Self.sample])
+    @Test func inspectJSON() async throws {
+        let result = try await CLIRunner.run(["package", "inspect", "--json", Self.sample])
         #expect(result.status == 0, "\(result.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         #expect(object?["format"] as? String == "secure")
@@ -47,24 +47,24 @@ import Testing
         #expect(command["signed"] as? Bool == true)
     }
 
-    @Test func verifyWithTestKeySucceeds() throws {
-        let result = try CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, Self.sample])
+    @Test func verifyWithTestKeySucceeds() async throws {
+        let result = try await CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, Self.sample])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.lines.contains("application: hash SHA-256 matches, signature valid with key 1"))
         #expect(result.stdout.contains("OK: \(Self.sample)"))
         #expect(result.stderr.isEmpty)
     }
 
-    @Test func verifyWithAnotherKeyFails() throws {
+    @Test func verifyWithAnotherKeyFails() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let privateKey = directory.appendingPathComponent("other.pem").path
         let publicKey = directory.appendingPathComponent("other.pub.pem").path
-        let generate = try CLIRunner.run(["package", "keys", "generate", privateKey, "--public", publicKey])
+        let generate = try await CLIRunner.run(["package", "keys", "generate", privateKey, "--public", publicKey])
         #expect(generate.status == 0, "\(generate.stderr)")
         #expect(FileManager.default.fileExists(atPath: publicKey))
 
-        let result = try CLIRunner.run(["package", "verify", "--key", publicKey, Self.sample])
+        let result = try await CLIRunner.run(["package", "verify", "--key", publicKey, Self.sample])
         #expect(result.status == 38)
         #expect((30...39).contains(result.status))
         #expect(result.errorLines.count == 1)
@@ -74,36 +74,36 @@ import Testing
         #expect(!result.stdout.contains("OK:"))
     }
 
-    @Test func keysGenerateRefusesToOverwrite() throws {
+    @Test func keysGenerateRefusesToOverwrite() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let privateKey = directory.appendingPathComponent("key.pem").path
-        #expect(try CLIRunner.run(["package", "keys", "generate", privateKey]).status == 0)
+        #expect(try await CLIRunner.run(["package", "keys", "generate", privateKey]).status == 0)
         let before = FileManager.default.contents(atPath: privateKey)
-        let again = try CLIRunner.run(["package", "keys", "generate", privateKey])
+        let again = try await CLIRunner.run(["package", "keys", "generate", privateKey])
         #expect(again.status == 39)
         #expect(FileManager.default.contents(atPath: privateKey) == before)
     }
 
-    @Test func createThenInspect() throws {
+    @Test func createThenInspect() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let privateKey = directory.appendingPathComponent("sign.pem").path
         let publicKey = directory.appendingPathComponent("sign.pub.pem").path
-        #expect(try CLIRunner.run(["package", "keys", "generate", privateKey, "--public", publicKey]).status == 0)
+        #expect(try await CLIRunner.run(["package", "keys", "generate", privateKey, "--public", publicKey]).status == 0)
         let image = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
         let imagePath = directory.appendingPathComponent("app.bin")
         try Data(image).write(to: imagePath)
         let output = directory.appendingPathComponent("out.zip").path
 
-        let create = try CLIRunner.run([
+        let create = try await CLIRunner.run([
             "package", "create", "--application", imagePath.path, "--application-version", "7", "--hw-version", "52",
             "--sd-req", "0xB7,0x101", "--key-file", privateKey, output,
         ])
         #expect(create.status == 0, "\(create.stderr)")
         #expect(FileManager.default.fileExists(atPath: output))
 
-        let inspect = try CLIRunner.run(["package", "inspect", "--json", "--key", publicKey, output])
+        let inspect = try await CLIRunner.run(["package", "inspect", "--json", "--key", publicKey, output])
         #expect(inspect.status == 0, "\(inspect.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(inspect.stdout.utf8)) as? [String: Any]
         #expect(object?["valid"] as? Bool == true)
@@ -116,25 +116,25 @@ import Testing
         #expect(command["sdReq"] as? [Int] == [0xB7, 0x101])
         #expect(command["appSize"] as? Int == 5000)
 
-        let verify = try CLIRunner.run(["package", "verify", "--key", publicKey, output])
+        let verify = try await CLIRunner.run(["package", "verify", "--key", publicKey, output])
         #expect(verify.status == 0, "\(verify.stderr)")
         // The sample's test key did not sign this package.
-        #expect(try CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, output]).status == 38)
+        #expect(try await CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, output]).status == 38)
     }
 
-    @Test func createLegacyThenInspectAndVerify() throws {
+    @Test func createLegacyThenInspectAndVerify() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let imagePath = directory.appendingPathComponent("app.bin")
         try Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: imagePath)
         let output = directory.appendingPathComponent("legacy.zip").path
         // nrfutil 0.5: nrfutil dfu genpkg --application app.bin --dev-type 0x0052 --sd-req 0x0064 --dfu-ver 0.5 legacy.zip
-        let create = try CLIRunner.run([
+        let create = try await CLIRunner.run([
             "package", "create", "--application", imagePath.path, "--dev-type", "0x0052", "--dev-revision", "52840",
             "--sd-req", "0x0064", "--dfu-ver", "0.5", output,
         ])
         #expect(create.status == 0, "\(create.stderr)")
-        let inspect = try CLIRunner.run(["package", "inspect", "--json", output])
+        let inspect = try await CLIRunner.run(["package", "inspect", "--json", output])
         #expect(inspect.status == 0, "\(inspect.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(inspect.stdout.utf8)) as? [String: Any]
         #expect(object?["format"] as? String == "legacy")
@@ -144,46 +144,46 @@ import Testing
         #expect(legacy["deviceType"] as? Int == 0x52 && legacy["deviceRevision"] as? Int == 52840)
         #expect(legacy["applicationVersion"] as? Int == 0xFFFF_FFFF && legacy["sdReq"] as? [Int] == [0x64])
         #expect(legacy["layout"] as? String == "dfu_version 0.5")
-        let verify = try CLIRunner.run(["package", "verify", output])
+        let verify = try await CLIRunner.run(["package", "verify", output])
         #expect(verify.status == 0, "\(verify.stderr)")
         #expect(verify.lines.contains("application: hash CRC-16 matches, signature unsigned"))
         // Secure-only options are refused with --dfu-ver (usage error).
-        let mixed = try CLIRunner.run(["package", "create", "--application", imagePath.path, "--dfu-ver", "0.5", "--hw-version", "52", output])
+        let mixed = try await CLIRunner.run(["package", "create", "--application", imagePath.path, "--dfu-ver", "0.5", "--hw-version", "52", output])
         #expect(mixed.status == 39, "\(mixed.stderr)")
         #expect(mixed.stderr.contains("--hw-version applies to Secure DFU packages only"))
     }
 
-    @Test func verifyChecksBootValidationSignatures() throws {
+    @Test func verifyChecksBootValidationSignatures() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let privateKey = directory.appendingPathComponent("sign.pem").path
         let publicKey = directory.appendingPathComponent("sign.pub.pem").path
-        #expect(try CLIRunner.run(["package", "keys", "generate", privateKey, "--public", publicKey]).status == 0)
+        #expect(try await CLIRunner.run(["package", "keys", "generate", privateKey, "--public", publicKey]).status == 0)
         let imagePath = directory.appendingPathComponent("app.bin")
         try Data((0..<2000).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: imagePath)
         let output = directory.appendingPathComponent("ecdsa.zip").path
-        let create = try CLIRunner.run([
+        let create = try await CLIRunner.run([
             "package", "create", "--application", imagePath.path, "--application-version", "1", "--hw-version", "52",
             "--sd-req", "0x101", "--app-boot-validation", "VALIDATE_ECDSA_P256_SHA256", "--key-file", privateKey, output,
         ])
         #expect(create.status == 0, "\(create.stderr)")
-        let verify = try CLIRunner.run(["package", "verify", "--key", publicKey, output])
+        let verify = try await CLIRunner.run(["package", "verify", "--key", publicKey, output])
         #expect(verify.status == 0, "\(verify.stderr)")
         #expect(verify.lines.contains(
             "application: hash SHA-256 matches, signature valid with key 1, boot validation signature valid with key 1"))
-        let other = try CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, output])
+        let other = try await CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, output])
         #expect(other.status == 38)
         #expect(other.errorLines.contains { $0.contains("boot_validation[0] VALIDATE_ECDSA_P256_SHA256 signature does not verify") })
     }
 
     @Test(arguments: [Array("PK\u{3}\u{4}garbage".utf8), Array("not a zip at all\n".utf8)])
-    func malformedArchive(bytes: [UInt8]) throws {
+    func malformedArchive(bytes: [UInt8]) async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("bad.zip").path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         for command in ["inspect", "verify"] {
-            let result = try CLIRunner.run(["package", command, path])
+            let result = try await CLIRunner.run(["package", command, path])
             #expect(result.status == 30, "\(command): \(result.stderr)")
             #expect(result.errorLines.count == 1)
             #expect(result.errorLines.first?.contains("not a zip archive") == true)

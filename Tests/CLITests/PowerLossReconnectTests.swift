@@ -15,7 +15,7 @@ import Testing
         let simulator = try FlashSimulator(
             directory: directory, speedup: 1000, extraArguments: ["--fault", "power-loss-after-bytes=10000"])
         defer { simulator.stop() }
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             [
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
                 "--state-dir", directory.appendingPathComponent("state").path, "--reconnect-attempts", "1",

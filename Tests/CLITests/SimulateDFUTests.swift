@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test(.enabled(if: FileManager.default.fileExists(atPath: sample.path), "run tools/make-samples first"))
-    func sampleUpdateSurvivesALoggedFaultAndMovesTheEndpointAcrossTheJump() throws {
+    func sampleUpdateSurvivesALoggedFaultAndMovesTheEndpointAcrossTheJump() async throws {
         let simulator = try SimulatorProcess([
             "--device", "bracelet", "--speedup", "1000", "--json", "--fault", "disconnect-after-bytes=8192,seed=3",
         ])
@@ -21,14 +21,14 @@ import Testing
         let radio = "virtual:\(simulator.radio.path)"
         #expect(simulator.waitUntil { simulator.files(".adv").count == 1 }, "no advertisement: \(simulator.stderr)")
 
-        let flash = try CLIRunner.run(
+        let flash = try await CLIRunner.run(
             ["flash", "--adapter", radio, "--device", Self.bracelet, Self.sample.path], timeout: 120)
         #expect(flash.status == 0, "\(flash.stdout)\n\(flash.stderr)")
 
-        let read = try CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
+        let read = try await CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
         #expect(read.stdout.hasSuffix(": 32 \"2\"\n"), "application version 2 installed: \(read.stdout) \(read.stderr)")
 
-        let status = try CLIRunner.run(["simulate", "status", "--adapter", radio, "--json"])
+        let status = try await CLIRunner.run(["simulate", "status", "--adapter", radio, "--json"])
         let lines = status.stdout.split(separator: "\n").compactMap(decode)
         let state = try #require(lines.first?["state"] as? [String: Any], "\(status.stdout)")
         let counters = state["counters"] as? [String: Any]

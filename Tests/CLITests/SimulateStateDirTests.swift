@@ -12,15 +12,15 @@ import Testing
         data.flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }
     }
 
-    /// The first device's state from `simulate status --json`.
+    /// The first device's state from `simulate status --json` (blocking: polled from a synchronous condition).
     func status(_ radio: String) throws -> [String: Any]? {
-        let status = try CLIRunner.run(["simulate", "status", "--adapter", radio, "--json"])
+        let status = try CLIRunner.runBlocking(["simulate", "status", "--adapter", radio, "--json"])
         let line = status.stdout.split(separator: "\n").first.map { Data($0.utf8) }
         return json(line)?["state"] as? [String: Any]
     }
 
     @Test(.enabled(if: FileManager.default.fileExists(atPath: sample.path), "run tools/make-samples first"))
-    func interruptedThenFinishedUpdateSurvivesRestarts() throws {
+    func interruptedThenFinishedUpdateSurvivesRestarts() async throws {
         let stateDir = URL(fileURLWithPath: "/tmp")
             .appendingPathComponent("bledfu-state-\(UUID().uuidString.prefix(8))")
         let journals = stateDir.appendingPathComponent("journals")
@@ -66,7 +66,7 @@ import Testing
         #expect(restored?["address"] as? String == "C6:05:04:03:02:02")
         let restoredSettings = restored?["settings"] as? [String: Any]
         #expect(restoredSettings?["init_command_valid"] as? Bool == true, "\(String(describing: restoredSettings))")
-        let finished = try CLIRunner.run(
+        let finished = try await CLIRunner.run(
             ["flash", "--adapter", radio, "--device", Self.bracelet, "--state-dir", journals.path, Self.sample.path],
             timeout: 120)
         #expect(finished.status == 0, "\(finished.stdout)\n\(finished.stderr)")
@@ -78,7 +78,7 @@ import Testing
         defer { third.cleanUp() }
         radio = "virtual:\(third.radio.path)"
         #expect(third.waitUntil { third.files(".adv").count == 1 }, "no advertisement: \(third.stderr)")
-        let read = try CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
+        let read = try await CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
         #expect(read.stdout.hasSuffix(": 32 \"2\"\n"), "application version 2 kept: \(read.stdout) \(read.stderr)")
         #expect(third.stop() == 0, "\(third.stderr)")
     }

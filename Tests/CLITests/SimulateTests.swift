@@ -11,15 +11,15 @@ import Testing
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
     }
 
-    @Test func describePrintsProfilesAndCeilingsWithoutARadio() throws {
-        let text = try CLIRunner.run(
+    @Test func describePrintsProfilesAndCeilingsWithoutARadio() async throws {
+        let text = try await CLIRunner.run(
             ["simulate", "--describe", "--device", "bracelet", "--device", "sensor"], environment: Self.firmware)
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("Bracelet C6:05:04:03:02:01 random nRF52832"))
         #expect(text.stdout.contains("Sensor D2:C3:B4:A5:96:87 random nRF52840"))
         #expect(text.lines.filter { $0.contains("ceiling: write without response") }.count == 2)
 
-        let json = try CLIRunner.run(
+        let json = try await CLIRunner.run(
             ["simulate", "--describe", "--json", "--device", "bracelet", "--device", "sensor", "--hw-version", "0x99"],
             environment: Self.firmware)
         #expect(json.status == 0, "\(json.stderr)")
@@ -44,32 +44,32 @@ import Testing
         #expect(bracelet.1 < bracelet.0 && sensor.1 < sensor.0)
     }
 
-    @Test func badArgumentsAreUsageErrors() throws {
-        let unknown = try CLIRunner.run(
+    @Test func badArgumentsAreUsageErrors() async throws {
+        let unknown = try await CLIRunner.run(
             ["simulate", "--adapter", "virtual:/tmp/bledfu-none", "--device", "no-such-device"],
             environment: Self.firmware)
         #expect(unknown.status == 64, "\(unknown.stderr)")
         #expect(unknown.stderr.contains("no device profile 'no-such-device'"))
-        let notVirtual = try CLIRunner.run(["simulate", "--device", "bracelet"], environment: Self.firmware)
+        let notVirtual = try await CLIRunner.run(["simulate", "--device", "bracelet"], environment: Self.firmware)
         #expect(notVirtual.status == 64)
         #expect(notVirtual.stderr.contains("virtual:DIR"))
-        let badFault = try CLIRunner.run(
+        let badFault = try await CLIRunner.run(
             ["simulate", "--describe", "--device", "bracelet", "--fault", "explode-at=1"], environment: Self.firmware)
         #expect(badFault.status == 64)
         #expect(badFault.stderr.contains("unknown fault 'explode-at'"))
-        let collision = try CLIRunner.run(
+        let collision = try await CLIRunner.run(
             ["simulate", "--describe", "--device", "bracelet", "--device", "bracelet"], environment: Self.firmware)
         #expect(collision.status == 64)
         #expect(collision.stderr.contains("would both use address"))
         let profilePath = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/bracelet.json").path
-        let notAKey = try CLIRunner.run(
+        let notAKey = try await CLIRunner.run(
             ["simulate", "--describe", "--device", "bracelet", "--public-key", profilePath],
             environment: Self.firmware)
         #expect(notAKey.status == 64)
         #expect(notAKey.stderr.contains("--public-key"))
     }
 
-    @Test func devicesAdvertiseServeGATTWriteStatusAndStopCleanlyOnSIGINT() throws {
+    @Test func devicesAdvertiseServeGATTWriteStatusAndStopCleanlyOnSIGINT() async throws {
         let simulator = try SimulatorProcess(["--device", "bracelet", "--device", "sensor:2", "--speedup", "1000"])
         defer { simulator.cleanUp() }
         let radio = "virtual:\(simulator.radio.path)"
@@ -77,7 +77,7 @@ import Testing
         #expect(simulator.files(".sock").count == 3)
 
         // Scan: the bracelet and both sensors, each with FE59.
-        let scan = try CLIRunner.run(["scan", "--adapter", radio, "--json", "--duration", "0.5"])
+        let scan = try await CLIRunner.run(["scan", "--adapter", radio, "--json", "--duration", "0.5"])
         #expect(scan.status == 0, "\(scan.stderr)")
         let seen = scan.lines.compactMap(decode)
         var names: [String: String] = [:]
@@ -90,12 +90,12 @@ import Testing
         #expect(names["Sensor-2"] == "D2:C3:B4:A5:97:87", "instance 2: byte 4 + 1")
 
         // GATT: FE59 with the unbonded buttonless characteristic and the Device Information firmware revision.
-        let list = try CLIRunner.run(["gatt", "list", "--adapter", radio, "--device", Self.bracelet, "--values"])
+        let list = try await CLIRunner.run(["gatt", "list", "--adapter", radio, "--device", Self.bracelet, "--values"])
         #expect(list.status == 0, "\(list.stderr)")
         #expect(list.stdout.contains("service FE59"))
         #expect(list.stdout.uppercased().contains("CHARACTERISTIC 8EC90003"))
         #expect(list.stdout.contains("characteristic 2A26"))
-        let read = try CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
+        let read = try await CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
         #expect(read.status == 0, "\(read.stderr)")
         #expect(read.stdout.hasSuffix(": 31 \"1\"\n"), "installed application version 1: \(read.stdout)")
 
@@ -109,10 +109,10 @@ import Testing
         let braceletStatus = try #require(decode(String(decoding: try Data(contentsOf: braceletFile), as: UTF8.self)))
         #expect(braceletStatus["mode"] as? String == "app")
         #expect((braceletStatus["counters"] as? [String: Any])?["connections"] as? Int ?? 0 >= 2, "\(braceletStatus)")
-        let status = try CLIRunner.run(["simulate", "status", "--adapter", radio, "--json"])
+        let status = try await CLIRunner.run(["simulate", "status", "--adapter", radio, "--json"])
         #expect(status.status == 0, "\(status.stderr)")
         #expect(status.lines.compactMap(decode).count == 3)
-        let one = try CLIRunner.run(["simulate", "status", "--adapter", radio, "--device", "D2:C3:B4:A5:97:87"])
+        let one = try await CLIRunner.run(["simulate", "status", "--adapter", radio, "--device", "D2:C3:B4:A5:97:87"])
         #expect(one.status == 0, "\(one.stderr)")
         #expect(one.lines.count == 1 && one.stdout.contains("Sensor-2 app"), "\(one.stdout)")
 
@@ -124,7 +124,7 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: braceletFile.path))
     }
 
-    @Test func overridesShowInGATTAndStatePersistsAcrossRunsAndSIGTERMStops() throws {
+    @Test func overridesShowInGATTAndStatePersistsAcrossRunsAndSIGTERMStops() async throws {
         let stateDirectory = URL(fileURLWithPath: "/tmp")
             .appendingPathComponent("bledfu-state-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: stateDirectory) }
@@ -133,7 +133,7 @@ import Testing
         defer { first.cleanUp() }
         let radio = "virtual:\(first.radio.path)"
         #expect(first.waitUntil { first.files(".adv").count == 1 }, "no advertisement: \(first.stderr)")
-        let read = try CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
+        let read = try await CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
         #expect(read.stdout.hasSuffix(": 37 \"7\"\n"), "\(read.stdout) \(read.stderr)")
         #expect(first.stop(signal: SIGTERM) == 0, "\(first.stderr)")
         #expect(first.files(".sock").isEmpty)
@@ -146,7 +146,7 @@ import Testing
             ["--device", "bracelet", "--state-dir", stateDirectory.path], radio: first.radio)
         defer { second.cleanUp() }
         #expect(second.waitUntil { second.files(".adv").count == 1 }, "no advertisement: \(second.stderr)")
-        let again = try CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
+        let again = try await CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
         #expect(again.stdout.hasSuffix(": 37 \"7\"\n"), "\(again.stdout) \(again.stderr)")
         #expect(second.stop() == 0)
     }

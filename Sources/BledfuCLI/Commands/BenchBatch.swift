@@ -20,7 +20,14 @@ struct BenchBatch: AsyncParsableCommand {
     @Option(name: .long, help: "How many devices run in parallel.") var devices = 16
     @Option(name: .long, help: "The device profile (bracelet or sensor); its sample package v2 is flashed.") var profile = "bracelet"
     @Option(name: .long, help: ArgumentHelp("Divide the simulator's air and flash times by K.", valueName: "k")) var speedup: Double = 2
-    @Option(name: .long, help: "Links at once (default: one per device).") var connections: Int?
+    @Option(name: .long, help: "Links at once (default: one per device, at most the controller's links).") var connections: Int?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The adapter's controller (docs/simulator.md): its links share its air and it carries at most its links "
+                + "(PRESET[:links=N,...] as for `simulate --controller`); 'none': every link its own air.",
+            valueName: "profile")) var controller = "generic:links=64"
+
     @Option(name: .long, help: ArgumentHelp("Fail (exit 55) when parallel/single exceeds this.", valueName: "ratio")) var maxRatio: Double?
     @Flag(name: .long, help: "Print one JSON object.") var json = false
     @Option(name: .long, help: .hidden) var bledfu: String?
@@ -30,6 +37,17 @@ struct BenchBatch: AsyncParsableCommand {
         guard speedup > 0, speedup.isFinite else { throw ValidationError("--speedup must be positive") }
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
         guard ["bracelet", "sensor"].contains(profile) else { throw ValidationError("--profile must be bracelet or sensor") }
+        _ = try controllerProfile()
+    }
+
+    /// The adapter's controller; nil for `none` (the model before issue 21: every link its own air).
+    func controllerProfile() throws -> ControllerProfile? {
+        guard controller != "none" else { return nil }
+        do throws(ControllerProfileError) {
+            return try ControllerProfile(parsing: controller)
+        } catch {
+            throw ValidationError("--controller: \(error.reason)")
+        }
     }
 
     func run() async throws {
@@ -39,14 +57,14 @@ struct BenchBatch: AsyncParsableCommand {
             let object: [String: any Sendable] = [
                 "profile": profile, "devices": devices, "speedup": speedup, "singleSeconds": (result.single * 1000).rounded() / 1000,
                 "parallelSeconds": (result.parallel * 1000).rounded() / 1000, "ratio": (ratio * 1000).rounded() / 1000, "goal": 1.3,
-                "goalMet": ratio <= 1.3,
+                "goalMet": ratio <= 1.3, "controller": controller,
             ]
             Console.json(object)
         } else {
             print(
                 String(
-                    format: "1 device: %.2f s; %d devices in parallel: %.2f s; ratio %.2fx (goal <= 1.30x: %@)", result.single, devices,
-                    result.parallel, ratio, ratio <= 1.3 ? "met" : "missed"))
+                    format: "1 device: %.2f s; %d devices in parallel: %.2f s; ratio %.2fx (goal <= 1.30x: %@); controller %@",
+                    result.single, devices, result.parallel, ratio, ratio <= 1.3 ? "met" : "missed", controller))
         }
         if let maxRatio, ratio > maxRatio {
             throw CLIError(String(format: "ratio %.2f exceeds --max-ratio %.2f", ratio, maxRatio), exitCode: BatchExit.benchGoalMissed)
@@ -77,7 +95,7 @@ struct BenchBatch: AsyncParsableCommand {
         simulator.executableURL = executable
         simulator.arguments = [
             "simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile):\(count)", "--speedup", "\(speedup)",
-        ]
+        ] + (controller == "none" ? [] : ["--controller", "default=\(controller)"])
         var environment = ProcessInfo.processInfo.environment
         environment["BLEDFU_FIRMWARE_DIR"] = firmware.path
         simulator.environment = environment
@@ -96,7 +114,11 @@ struct BenchBatch: AsyncParsableCommand {
         }
         let adapter = "virtual:\(radio.path)"
         var plan = BatchPlan(
-            adapters: [BatchPlan.Adapter(name: adapter, connections: min(connections ?? count, count))],
+            adapters: [
+                BatchPlan.Adapter(
+                    name: adapter,
+                    connections: min(connections ?? count, count, (try controllerProfile())?.maximumLinks ?? count))
+            ],
             classes: [BatchPlan.DeviceClass(name: profile, package: info.path)],
             devices: (0..<count).map {
                 let instance = SimulatorProfiles.instance(base, index: $0, of: count)

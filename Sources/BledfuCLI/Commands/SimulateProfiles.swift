@@ -60,28 +60,30 @@ struct SimulatedDeviceSpec: Sendable {
 
     /// The device as the host makes it: restored from `--state-dir`, reporting to the host's status files. One
     /// factory per family (a new family adds a case to ``SimulatedProfile`` and a factory here).
-    func hostedEntry(stateDirectory: String?) -> HostedDeviceEntry {
+    func hostedEntry(stateDirectory: String?, sharedAir: SharedAir? = nil) -> HostedDeviceEntry {
         let spec = self
         return HostedDeviceEntry(identity: identity, name: name) { reporter in
             let logger = Logger(label: "bledfu.simulator.\(spec.name)")
             switch spec.device {
             case .secure(let profile):
-                return spec.makeSecure(profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger)
+                return spec.makeSecure(
+                    profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger, sharedAir: sharedAir)
             case .legacy(let profile):
                 return spec.makeLegacy(profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger)
             }
         }
     }
 
-    private func makeSecure(_ profile: DeviceProfile, reporter: StatusReporter, stateDirectory: String?, logger: Logger)
-        -> VirtualDevice
+    private func makeSecure(
+        _ profile: DeviceProfile, reporter: StatusReporter, stateDirectory: String?, logger: Logger, sharedAir: SharedAir?
+    ) -> VirtualDevice
     {
         let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(identity, from: $0) }
         let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
             stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
         return VirtualDevice(
             profile: profile, faults: faults, clock: ContinuousClock(), statusSink: { state in reporter.publish(state) },
-            restoring: restoring, persistentSink: persistentSink, logger: logger)
+            restoring: restoring, persistentSink: persistentSink, logger: logger, sharedAir: sharedAir)
     }
 
     private func makeLegacy(

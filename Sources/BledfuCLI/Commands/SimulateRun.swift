@@ -1,11 +1,13 @@
 import ArgumentParser
 import PlatformIO
+import SystemPackage
 import BLECore
 import DFUSimulator
 import Dispatch
 import BlueZTransport
 import Foundation
 import SimulatorHost
+import VirtualRadio
 
 /// `bledfu simulate [run]`: virtual devices on a virtual radio until SIGINT/SIGTERM.
 struct SimulateRun: AsyncParsableCommand {
@@ -66,6 +68,15 @@ struct SimulateRun: AsyncParsableCommand {
     @Flag(help: "Print each device's profile and link ceilings (bytes/s), then exit (no radio needed).")
     var describe = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A central adapter's controller: ADAPTER=PRESET[:links=N,event_us=X,refusal=R,unseen=wait] (presets: "
+                + ControllerProfile.presets.map(\.name).joined(separator: ", ") + "; ADAPTER as in virtual:DIR@ADAPTER, "
+                + "'default' for virtual:DIR). Its links share its air; unnamed adapters get 'generic'.",
+            valueName: "adapter=profile"))
+    var controller: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Where to write status files (default DIR/status).", valueName: "dir"))
     var statusDir: String?
 
@@ -82,6 +93,7 @@ struct SimulateRun: AsyncParsableCommand {
         for device in devices { _ = try SimulatedDeviceRequest(parsing: device) }
         if let speedup, !(speedup > 0) || !speedup.isFinite { throw ValidationError("--speedup must be positive") }
         if faultPlan != nil, !fault.isEmpty { throw ValidationError("use either --fault or --fault-plan, not both") }
+        _ = try controllers()
         if !describe {
             switch AdapterSpec(options.adapter) {
             case .virtual: break
@@ -98,16 +110,29 @@ struct SimulateRun: AsyncParsableCommand {
 
     func run() async throws {
         let specs = try makeSpecs()
+        let controllers = try controllers()
         if describe {
             for spec in specs { SimulatorDescription.emit(spec, json: options.json) }
+            SimulatorDescription.emitControllers(controllers, specs: specs, json: options.json)
             return
         }
         let events = SimulatorEvents(json: options.json)
         let host: SimulatorHost
+        var sharedAir: SharedAir?
         let statusDirectory: String
         switch AdapterSpec(options.adapter) {
         case .virtual(let radioDirectory):
+            for (adapter, profile) in controllers {
+                do throws(Errno) {
+                    try VirtualController(radio: radioDirectory, name: adapter).write(profile)
+                } catch {
+                    throw CLIError("--controller \(adapter): cannot write its profile: \(error)", exitCode: BledfuExit.failure)
+                }
+            }
             host = SimulatorHost(radioDirectory: radioDirectory, events: events)
+            // This process serves every device of the radio, so it sees all links of each central adapter and
+            // shares that adapter's controller here (docs/simulator.md; an adapter without a profile is not modelled).
+            sharedAir = SharedAir { adapter in VirtualController(radio: radioDirectory, name: adapter).profile() }
             statusDirectory = statusDir ?? radioDirectory + "/status"
         case .bluez(let name?):
             host = SimulatorHost(place: name, events: events) { () throws(AdapterError) in
@@ -122,7 +147,7 @@ struct SimulateRun: AsyncParsableCommand {
         let running: [SimulatorHost.Running]
         do {
             running = try await host.start(
-                specs.map { $0.hostedEntry(stateDirectory: stateDir) }, statusDirectory: statusDirectory, stateDirectory: stateDir)
+                specs.map { $0.hostedEntry(stateDirectory: stateDir, sharedAir: sharedAir) }, statusDirectory: statusDirectory, stateDirectory: stateDir)
         } catch {
             if host.isStopping { return }
             throw CLIError(error.message, exitCode: (error.cause as? AdapterError).map(BledfuExit.code(for:)) ?? BledfuExit.failure)
@@ -178,6 +203,26 @@ struct SimulateRun: AsyncParsableCommand {
             }
         }
         return specs
+    }
+
+    /// `--controller ADAPTER=PROFILE`, each adapter once.
+    func controllers() throws -> [(adapter: String, profile: ControllerProfile)] {
+        var result: [(adapter: String, profile: ControllerProfile)] = []
+        for text in controller {
+            let pair = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2, let parsed = VirtualRadio.parse("x@" + pair[0]), parsed.adapter == pair[0] else {
+                throw ValidationError("--controller '\(text)': expected ADAPTER=PROFILE (e.g. default=s140)")
+            }
+            guard !result.contains(where: { $0.adapter == pair[0] }) else {
+                throw ValidationError("--controller: adapter \(pair[0]) named twice")
+            }
+            do throws(ControllerProfileError) {
+                result.append((pair[0], try ControllerProfile(parsing: pair[1])))
+            } catch {
+                throw ValidationError("--controller \(pair[0]): \(error.reason)")
+            }
+        }
+        return result
     }
 
     func makeFaultPlan() throws -> FaultPlan {
