@@ -4,6 +4,7 @@ import DFUSimulator
 import Foundation
 import GATT
 import LegacyDFU
+import Synchronization
 import Testing
 
 @Suite struct DetectionTests {
@@ -89,23 +90,25 @@ import Testing
     /// A killed tool: the host task is cancelled in the middle of the image; a new run (a new process: the journal
     /// as JSON, a new connection) finds the device still busy, resets it, sends the image again from zero and
     /// ends with the image checked on the device.
+    ///
+    /// The kill is placed by the device, not by a poll racing the transfer: its status sink (called every 32 Packet
+    /// writes) cancels the host's task once 2000 bytes are in, while the device is still inside the image; the
+    /// host's driver sees the cancellation at its next event. A loaded machine cannot let the upload end first.
     @Test func killThenRerun() async throws {
         let image = LegacyFixture.firmware(40_000, seed: 5)
         var profile = LegacyDeviceProfile.sdk11NRF52(address: LegacyFixture.address)
-        profile.speedup = 50  // the link takes time, so the kill lands inside the image
-        let device = VirtualLegacyDevice(profile: profile, clock: ContinuousClock())
+        profile.speedup = 50
+        let kill = KillSwitch()
+        let device = VirtualLegacyDevice(
+            profile: profile, clock: ContinuousClock(),
+            statusSink: { state in if state.transfer.bytesAccepted >= 2000 { kill.fire() } })
         let part = LegacyFixture.application(image)
         let first = Task {
             var harness = LegacyHarness(device: device)
             try await harness.update([part])
             return harness.journal
         }
-        // Kill once the device has taken some data (a generous deadline, no fixed sleep).
-        let deadline = ContinuousClock.now + .seconds(60)
-        while await device.state().transfer.bytesAccepted < 2000, ContinuousClock.now < deadline {
-            await Task.yield()
-        }
-        first.cancel()
+        kill.arm { first.cancel() }
         let killed = await first.result
         guard case .failure(let error) = killed else {
             Issue.record("the first run finished before the kill")
@@ -124,6 +127,28 @@ import Testing
         #expect(LegacyEndToEnd.holds(await device.state(), part))
         #expect(rerun.journal.summary?.contains("tool stopped ×1") == true)
         #expect(rerun.journal.restarts.map(\.code).contains("device-reset"))
+    }
+}
+
+/// Cancels a task once fired, whichever of `arm` (the task exists) and `fire` (the moment has come) happens first.
+final class KillSwitch: Sendable {
+    private let state = Mutex<(cancel: (@Sendable () -> Void)?, fired: Bool)>((nil, false))
+
+    func arm(_ cancel: @escaping @Sendable () -> Void) {
+        let fired = state.withLock { state in
+            state.cancel = cancel
+            return state.fired
+        }
+        if fired { cancel() }
+    }
+
+    func fire() {
+        let cancel = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.fired else { return nil }
+            state.fired = true
+            return state.cancel
+        }
+        cancel?()
     }
 }
 
