@@ -12,11 +12,12 @@ struct LineTakeoverResumeTests {
     /// confirmed bytes. Station s2 starts afterwards on a state directory of its own (no journal file: the store is
     /// its only source), takes the device over when s1's lease runs out and finishes it.
     ///
-    /// What proves the resume: s2's attempt counts the image bytes it sent from the journal's confirmed offset on
-    /// (PartLoop starts its ProgressMeter run at the journal's `confirmedBytes` for the journal's part, at 0 without
-    /// a journal), so its bytes are the image minus the journal's offset, never the whole image; its first upload
-    /// progress starts where the device stopped; the store's journal row was s1's while s2 worked and is gone once
-    /// the device is done; the device runs the new image and completed exactly one update.
+    /// What proves the resume: s2's `bledfu flash` child reports that it continues a previous upload from the
+    /// journal's part and executed bytes (its device log); s2's attempt sent at most the image minus the journal's
+    /// offset; its first confirmed bytes are where the device stopped (at or beyond the journal's offset: the
+    /// Secure DFU device itself reports its offset, and s1's child may have executed more after its last push); the
+    /// store's journal row is gone once the device is done; the device runs the new image and completed exactly one
+    /// update.
     @Test(.timeLimit(.minutes(5))) func aTakenOverDeviceResumesFromTheDeadStationsJournalInTheStore() async throws {
         let line = try BatchLine()
         defer { line.cleanUp() }
@@ -71,8 +72,11 @@ struct LineTakeoverResumeTests {
         let taken = attempts.filter { $0.station == "s2" }
         let taker = try #require(taken.first)
         #expect(taken.count == 1 && taker.result == .done, "\(taken.map(\.result))")
-        // Resumed, not from zero: the bytes sent are the image minus the journal's offset (or less, had s2 found
-        // a later journal), never the whole image.
+        // s2's `bledfu flash` child loaded the journal (UpdateFlow says so when a journal has confirmed bytes): with
+        // no journal file in s2's state directory before, the store's copy is the only place it came from.
+        let childLog = (try? String(contentsOf: secondState.appendingPathComponent("batch-logs/\(record.address.replacingOccurrences(of: ":", with: "-")).log"), encoding: .utf8)) ?? ""
+        #expect(childLog.contains("continuing a previous upload: part 1, \(journal.confirmedBytes) bytes executed"), "\(childLog)")
+        // Resumed, not from zero: the bytes sent are at most the image minus the journal's offset.
         #expect(taker.bytes > 0 && taker.bytes <= imageSize - journal.confirmedBytes, "s2 sent \(taker.bytes) of \(imageSize) bytes; journal at \(journal.confirmedBytes)")
         // s2's first report of confirmed bytes (after the part's start marker, which carries none) is where the
         // device stopped: at or beyond the journal's offset.
@@ -80,6 +84,7 @@ struct LineTakeoverResumeTests {
             .compactMap { $0["bytes"] as? Int }.filter { $0 > 0 }
         let resumedAt = try #require(confirmed.first, "s2 reported no confirmed bytes: \(second.events.suffix(5))")
         #expect(resumedAt >= journal.confirmedBytes, "s2's first confirmed bytes \(resumedAt), journal at \(journal.confirmedBytes): \(confirmed)")
+        print("line takeover: s1's journal at \(journal.confirmedBytes) B; s2 resumed at \(resumedAt) B, counted \(taker.bytes) of \(imageSize) B")
         #expect(leftover == nil, "the store's journal goes with the finished update: \(String(describing: leftover))")
 
         let sha = try BatchLine.imageSHA("bracelet-app-v2.zip")
