@@ -22,16 +22,18 @@ struct LineTakeoverResumeTests {
         let line = try BatchLine()
         defer { line.cleanUp() }
         let database = try await TestLineDatabase()
-        // Speedup 1: the upload of the 29 284-byte image takes seconds, and s1's heartbeat (every lease / 3) pushes
-        // the journal after each executed 4 KiB object well before the end.
+        // Speedup 1: the upload of the 29 284-byte image takes several seconds, and s1's heartbeat (every lease / 3)
+        // pushes the journal of the executed 4 KiB objects before the end.
         try line.simulate(["bracelet:1"], ["--json"], speedup: 1)
         try line.waitForDevices(1)
         let plan = try line.writePlan(expect: 1, connections: 1)
         let imageSize = try Self.imageSize("bracelet-app-v2.zip")
         let log = try await database.open()
 
+        // Lease 8 s (heartbeat and journal push every 2.7 s): long enough that a loaded machine does not make a
+        // station stop itself for a silent heartbeat (0.6 of the lease), short enough that s1's claim soon lapses.
         let firstState = line.state.appendingPathComponent("s1")
-        let first = try StationProcess(name: "s1", plan: plan, database: database.url, state: firstState, lease: 2, in: line.directory)
+        let first = try StationProcess(name: "s1", plan: plan, database: database.url, state: firstState, lease: 8, in: line.directory)
         // Kill s1 once the store holds its journal with at least one executed object (a generous deadline).
         var seen: StoredJournal?
         let deadline = Date().addingTimeInterval(120)
@@ -55,7 +57,7 @@ struct LineTakeoverResumeTests {
         let secondState = line.state.appendingPathComponent("s2")
         try FileManager.default.createDirectory(at: secondState, withIntermediateDirectories: true)
         #expect(try FileManager.default.contentsOfDirectory(atPath: secondState.path).isEmpty, "s2 starts with no journal file")
-        let second = try StationProcess(name: "s2", plan: plan, database: database.url, state: secondState, lease: 2, in: line.directory)
+        let second = try StationProcess(name: "s2", plan: plan, database: database.url, state: secondState, lease: 8, in: line.directory)
         let status = second.wait(timeout: 180)
         #expect(status == 0, "s2 exit \(status.map(String.init) ?? "none"): \(second.stderr)\n\(second.events.suffix(5))")
 
