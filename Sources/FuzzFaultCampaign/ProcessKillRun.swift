@@ -133,14 +133,19 @@ struct ProcessKillRun {
     /// `bledfu flash` (or `bledfu resume` once a journal exists), killed at `killAt` device bytes when given.
     ///
     /// A kill beyond the first data object (`firstObjectEnd` bytes, init packet included) also waits until the
-    /// journal has been written: the byte estimate runs up to an object ahead of the device's status file,
-    /// and a loaded host lags in writing the journal after the Execute response, so without that wait the same
-    /// seed would rerun `bledfu flash` (no journal yet) on one machine and `bledfu resume` on another.
+    /// journal has been written (renamed into place, not merely begun): the byte estimate runs up to an object
+    /// ahead of the device's status file, and a loaded host lags in writing the journal after the Execute response,
+    /// so without that wait the same seed would rerun `bledfu flash` (no journal yet) on one machine and
+    /// `bledfu resume` on another.
     private func runUpload(
         package: URL, journal: URL, simulator: SimulatorChild, killAt: Int?, number: Int, firstObjectEnd: Int = 0
     ) throws -> UploadProcessResult {
+        // A journal file as `bledfu resume` finds it (JournalFileStore.all): `<address>-<sha>.json`. The temporary
+        // `.<name>.<pid>.tmp` a save writes before its rename is not one: a kill between the two leaves no journal.
         func journalWritten() -> Bool {
-            !((try? FileManager.default.contentsOfDirectory(atPath: journal.path)) ?? []).isEmpty
+            ((try? FileManager.default.contentsOfDirectory(atPath: journal.path)) ?? []).contains {
+                $0.hasSuffix(".json") && !$0.hasPrefix(".")
+            }
         }
         let hasJournal = journalWritten()
         let radio = "virtual:" + simulator.statusFile.deletingLastPathComponent().deletingLastPathComponent()

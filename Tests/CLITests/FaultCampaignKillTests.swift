@@ -10,12 +10,16 @@ import Testing
     || ProcessInfo.processInfo.environment["CI"] == "true", "FuzzFaultCampaign is not built next to bledfu"), .timeLimit(.minutes(5)))
 struct FaultCampaignKillTests {
 
-    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --verbose` with `bledfu` at `bledfu`, blocking (call it through
-    /// `OffPool`: it waits up to two minutes).
+    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --verbose --speedup 4` with `bledfu` at `bledfu`. The campaign
+    /// polls the device's bytes to place its kill (after the first journal is in place); at the campaign's default
+    /// speedup (20) the whole 16 762-byte upload takes about 0.4 s, so a poller starved by a loaded machine could
+    /// miss the window and let the upload end unkilled. At 4 the window is five times as long; the seed's plan (kill
+    /// thresholds in bytes, faults) does not depend on the speedup.
+    /// Blocking: call it through `OffPool` (it waits up to two minutes).
     static func runNine(bledfu: URL) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = CampaignBinary.url
-        process.arguments = ["--seed", "1", "--run", "9", "--verbose", "--bledfu", bledfu.path]
+        process.arguments = ["--seed", "1", "--run", "9", "--verbose", "--speedup", "4", "--bledfu", bledfu.path]
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("campaign-\(UUID().uuidString).out")
         FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }

@@ -4,6 +4,7 @@ import DFUSimulator
 import Foundation
 import GATT
 import LegacyDFU
+import Synchronization
 import Testing
 
 @Suite struct DetectionTests {
