@@ -5,16 +5,17 @@ import Testing
 /// so the campaign starts `bledfu simulate`, SIGKILLs a `bledfu flash` child in the middle of the upload and reruns
 /// `bledfu resume`. With the real `bledfu` the run is verified; with a `bledfu` whose `resume` lies (exit 0 without
 /// an upload) or babbles (several error lines) the campaign reports a violation and exits 1: its checks can fail.
-/// Needs the FuzzFaultCampaign executable next to `bledfu` (a full `swift build`, as tools/test does).
+/// Needs the FuzzFaultCampaign executable next to `bledfu` (a full `swift build`, as tools/test does). The plan is
+/// the one drawn without the flash-queue faults (`--no-flash-faults`, the draws before issue 18 point 1 added them).
 @Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: CampaignBinary.url.path)
     || ProcessInfo.processInfo.environment["CI"] == "true", "FuzzFaultCampaign is not built next to bledfu"), .timeLimit(.minutes(5)))
 struct FaultCampaignKillTests {
 
-    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --verbose` with `bledfu` at `bledfu`.
+    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --no-flash-faults --verbose` with `bledfu` at `bledfu`.
     static func runNine(bledfu: URL) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = CampaignBinary.url
-        process.arguments = ["--seed", "1", "--run", "9", "--verbose", "--bledfu", bledfu.path]
+        process.arguments = ["--seed", "1", "--run", "9", "--no-flash-faults", "--verbose", "--bledfu", bledfu.path]
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("campaign-\(UUID().uuidString).out")
         FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
