@@ -115,8 +115,8 @@ extension SecureDFUStateMachine {
             return violation("device reports offset \(offset) but only \(sentOffset) bytes were sent")
         }
         if offset >= start, prefixMatches {
-            // Lost packets with an intact prefix: continue inside the object. A report past everything the device
-            // confirmed before is progress (it took data, only less than was sent), not a failure to give up on.
+            // Lost packets with an intact prefix: continue inside the object. A report that moved the device's offset
+            // is progress (it took data, only less than was sent), not a failure to wait on or give up on.
             bytesResent += sentOffset - offset
             sentOffset = offset
             configuration.pacing.record(.shortfall)
