@@ -29,8 +29,8 @@ enum CampaignFault: String, CaseIterable, Comparable {
     case stall
     case corruptFlash = "corrupt-flash"
     case reject = "rejected-operation"
-    /// The flash queue fills before a Create Data (issue 18 point 1: SDK 15-17 refuse it with 0x05). Drawn only with
-    /// `--flash-faults` until the engine waits for the queue (another stream); without it the draws stay as they were.
+    /// The flash queue fills before a Create Data (issue 18 point 1: SDK 15-17 refuse it with 0x05) or after a
+    /// checksum (writes dropped until it drained). Drawn by default; `--no-flash-faults` gives the older draws.
     case flashBusy = "flash-busy"
 
     static func < (a: CampaignFault, b: CampaignFault) -> Bool { a.rawValue < b.rawValue }
@@ -70,7 +70,7 @@ struct RunPlan: CustomStringConvertible {
 
     /// `killShare`: the chance that a run which drew no kill gets one anyway (from a generator of its own, so the
     /// other draws, and the runs that get none, stay the same as without it).
-    init(index: Int, campaignSeed: UInt64, killShare: Double = 0, flashFaults: Bool = false) {
+    init(index: Int, campaignSeed: UInt64, killShare: Double = 0, flashFaults: Bool = true) {
         self.index = index
         var random = CampaignRandom(state: campaignSeed &* 0x1000_0001 &+ UInt64(index))
         seed = random.next()

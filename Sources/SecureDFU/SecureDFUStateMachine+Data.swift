@@ -16,6 +16,7 @@ extension SecureDFUStateMachine {
         case .continueObject(let index, let offset):
             objectIndex = index
             sentOffset = offset
+            stall.confirmed(offset)
             return [.progress(progress)] + streamNext()
         case .recreate(let index): return createData(index)
         case .restartFromScratch:
@@ -31,6 +32,7 @@ extension SecureDFUStateMachine {
     mutating func createData(_ index: Int) -> [DFUAction] {
         objectIndex = index
         sentOffset = objects[index].lowerBound
+        stall.rewound(to: sentOffset)
         return request(.create(type: .data, size: UInt32(objects[index].count)), .createData)
     }
 
@@ -103,8 +105,8 @@ extension SecureDFUStateMachine {
         let prefixMatches = image.matches(offset: offset, crc: crc)
         if offset == sentOffset, prefixMatches {
             failures = 0
-            failedInARow = 0
             lossInARow = false
+            stall.confirmed(offset)
             configuration.pacing.record(.clean)
             if sentOffset == end { return [.progress(progress)] + request(.execute, .executeData(again: false)) }
             return [.progress(progress)] + streamNext()
@@ -113,24 +115,23 @@ extension SecureDFUStateMachine {
             return violation("device reports offset \(offset) but only \(sentOffset) bytes were sent")
         }
         if offset >= start, prefixMatches {
-            // Lost packets with an intact prefix: continue inside the object.
+            // Lost packets with an intact prefix: continue inside the object. A report that moved the device's offset
+            // is progress (it took data, only less than was sent), not a failure to wait on or give up on.
             bytesResent += sentOffset - offset
             sentOffset = offset
             configuration.pacing.record(.shortfall)
             if configuredPRN > 0 { needsPRNResync = true }
-            if let failure = countFailure(
-                DFUEngineError(.bytesLost, "device has \(offset) of \(end) bytes"), lostPackets: true)
-            {
-                return failure
-            }
-            return streamNext()
+            let moved = stall.confirmed(offset)
+            countFailure(lostPackets: true)
+            let lost = DFUEngineError(.bytesLost, "device has \(offset) of \(end) bytes")
+            return moved ? streamNext() : retry(.stream, after: lost)
         }
         bytesResent += sentOffset - start
         configuration.pacing.record(.mismatch)
-        let failure = countFailure(
-            DFUEngineError(.crcMismatch, "object \(objectIndex): CRC 0x\(String(crc, radix: 16)) at offset \(offset)"),
-            lostPackets: offset < sentOffset)
-        return failure ?? createData(objectIndex)
+        countFailure(lostPackets: offset < sentOffset)
+        return retry(
+            .create,
+            after: DFUEngineError(.crcMismatch, "object \(objectIndex): CRC 0x\(String(crc, radix: 16)) at offset \(offset)"))
     }
 
     mutating func checkpointTimedOut() -> [DFUAction] {
@@ -144,33 +145,58 @@ extension SecureDFUStateMachine {
         }
         configuration.pacing.record(.timeout)
         if configuredPRN > 0 { needsPRNResync = true }
+        // The timer that fired: the receipt wait (at most the checkpoint timeout) or the checkpoint timeout.
+        var waited = configuration.checkpointTimeout
+        if step == .waitingReceipt, let receipt = configuration.pacing.receiptTimeout { waited = min(waited, receipt) }
+        stall.timedOut(after: waited)
+        countFailure()
         let timeout = DFUEngineError(.timeout, "no receipt or checksum within \(configuration.checkpointTimeout)")
-        if let failure = countFailure(timeout) { return failure }
-        // Ask where the device is instead of waiting for a receipt that will not come.
+        if stall.failed(deviceBusy: false, waitedAlready: true) == .giveUp { return giveUp(timeout) }
+        // Ask where the device is instead of waiting for a receipt that will not come (the timeout was the wait).
         return request(.calculateChecksum, .checksumData)
     }
 
-    /// Counts a failed checkpoint; slows down after `maxAttempts` in a row, gives up after as many again. When
-    /// the failures since the last slow-down lost packets (`lostPackets`: the device had fewer bytes than sent) and
-    /// slowing down again still shortens the bursts, it slows down again instead of giving up: a packet lost before
-    /// the last one of a burst shifts the rest of the object on the device, which must then be created again, so
-    /// on a link that loses packets only bursts short enough for losses to fall on their last packet (recovered in
-    /// place) let large objects complete (docs/reliability.md, run 231 of seed 2).
-    mutating func countFailure(_ last: DFUEngineError, lostPackets: Bool = false) -> [DFUAction]? {
+    /// Create Data refused with Invalid Object (0x05): on SDK 15-17 the page erase could not be queued because the
+    /// flash queue is full (`on_data_obj_create_request`); the same Create succeeds once the queue drained, so wait
+    /// (``StallBudget``) and create again.
+    mutating func createRefused(_ response: ControlPointResponse) -> [DFUAction] {
+        retries += 1
+        let refusal = DFUEngineError.remote(response.status, request: .create)
+        return retry(.create, after: refusal, deviceBusy: true)
+    }
+
+    /// A try that failed without progress: again now, after a wait, or give up (``StallBudget``).
+    mutating func retry(_ next: RetryAfterWait, after last: DFUEngineError, deviceBusy: Bool = false) -> [DFUAction] {
+        switch stall.failed(deviceBusy: deviceBusy) {
+        case .giveUp: return giveUp(last)
+        case .retryNow: return next == .create ? createData(objectIndex) : streamNext()
+        case .retryAfter(let wait):
+            step = .retryWait(next)
+            return [armTimer(wait)]
+        }
+    }
+
+    mutating func giveUp(_ last: DFUEngineError) -> [DFUAction] {
+        fail(DFUEngineError(.gaveUp, "gave up: \(stall.summary); last: \(last.reason)", status: last.status, request: last.request))
+    }
+
+    /// Counts a failed checkpoint for the pacing: slows down after `maxAttempts` in a row. When the failures since
+    /// the last slow-down lost packets (`lostPackets`: the device had fewer bytes than sent) and slowing down again
+    /// still shortens the bursts, it slows down again: a packet lost before the last one of a burst shifts the rest
+    /// of the object on the device, which must then be created again, so on a link that loses packets only bursts
+    /// short enough for losses to fall on their last packet (recovered in place) let large objects complete
+    /// (docs/reliability.md, run 231 of seed 2). Whether to go on is the ``StallBudget``'s call, not this count's.
+    mutating func countFailure(lostPackets: Bool = false) {
         retries += 1
         failures += 1
-        failedInARow += 1
         if lostPackets { lossInARow = true }
-        guard failures >= configuration.maxAttempts else { return nil }
+        guard failures >= configuration.maxAttempts else { return }
         if !slowedDown || (lossInARow && slowDownShortensBursts()) {
             if !slowedDown { configuration.pacing.slowDown() }
             slowedDown = true
-            failures = 0
-            lossInARow = false
-            return nil
         }
-        return fail(
-            DFUEngineError(.gaveUp, "gave up after \(failedInARow) failed checkpoints in a row; last: \(last)"))
+        failures = 0
+        lossInARow = false
     }
 
     /// Slows the pacing down once more if that makes its bursts (or its PRN interval) shorter.

@@ -20,12 +20,20 @@ public struct SecureDFUStateMachine: Sendable {
         case selectData
         case createData
         case pause
+        /// Waiting before a retry (``StallBudget``): then stream on, or create the object again.
+        case retryWait(RetryAfterWait)
         case sendingData(PacingBurst)
         case waitingReceipt
         case checksumData
         case executeData(again: Bool)
         case finished
         case failed
+    }
+
+    /// What a retry wait ends with.
+    enum RetryAfterWait: Hashable, Sendable {
+        case stream
+        case create
     }
 
     public let part: DFUPart
@@ -46,13 +54,14 @@ public struct SecureDFUStateMachine: Sendable {
     var earlyReport: (offset: Int, crc: UInt32)?
     var failures = 0
     var slowedDown = false
-    /// Failed data checkpoints since the last clean one, and whether one of them found packets lost (the device had
-    /// fewer bytes than were sent): see `countFailure`.
-    var failedInARow = 0
+    /// Whether a failed data checkpoint since the last slow-down found packets lost (the device had fewer bytes than
+    /// were sent): see `countFailure`.
     var lossInARow = false
     var restartedFromScratch = false
     /// Checkpoint timeouts since the device last said anything (two in a row: it stopped answering).
     var silentTimeouts = 0
+    /// When to give up: no progress for a while, in time and tries (issue 18 point 1).
+    var stall: StallBudget
     /// ``DFUEvent/stopRequested`` arrived: end the run at the next safe point.
     public internal(set) var stopRequested = false
     public internal(set) var retries = 0
@@ -63,6 +72,7 @@ public struct SecureDFUStateMachine: Sendable {
         self.configuration = configuration
         self.image = PrefixCRC(part.image)
         self.initCRC = PrefixCRC(part.initPacket, stride: 64)
+        self.stall = StallBudget(limit: configuration.stallTimeout, minimumTries: 2 * configuration.maxAttempts)
     }
 
     /// The pacing policy as it stands now (it adapts during the transfer).
@@ -102,6 +112,8 @@ public struct SecureDFUStateMachine: Sendable {
             guard fired == timer else { return [] }
             switch step {
             case .pause: return streamNext()
+            case .retryWait(.stream): return streamNext()
+            case .retryWait(.create): return createData(objectIndex)
             case .waitingReceipt, .checksumData: return checkpointTimedOut()
             default:
                 return fail(
@@ -157,6 +169,10 @@ public struct SecureDFUStateMachine: Sendable {
             return violation("unexpected \(response) while \(expectedOpcode.map { "waiting for \($0)" } ?? "idle")")
         }
         if response.status != .success {
+            if step == .createData, response.status == .failure(.invalidObject) {
+                // SDK 15-17: the page erase could not be queued (flash queue full); the device asks for patience.
+                return createRefused(response)
+            }
             if response.status == .failure(.operationNotPermitted) {
                 // 0x08 on a repeated Execute means "already executed" (SDK 15-17, Android-DFU-Library#252).
                 if step == .executeCommand(again: true) { return initExecuted() }
@@ -210,7 +226,7 @@ public struct SecureDFUStateMachine: Sendable {
             guard let report = try? response.checksumPayload() else { return violation("short checksum response") }
             return checkpoint(offset: Int(report.offset), crc: report.crc)
         case .executeData: return dataObjectExecuted()
-        case .idle, .sendingInit, .sendingData, .pause, .finished, .failed:
+        case .idle, .sendingInit, .sendingData, .pause, .retryWait, .finished, .failed:
             return violation("unexpected \(response)")
         }
     }
@@ -222,7 +238,7 @@ public struct SecureDFUStateMachine: Sendable {
         case .setPRNForInit, .setPRNForData: .setPRN
         case .checksumInit, .checksumData, .waitingReceipt: .calculateChecksum
         case .executeCommand, .executeData: .execute
-        case .idle, .sendingInit, .sendingData, .pause, .finished, .failed: nil
+        case .idle, .sendingInit, .sendingData, .pause, .retryWait, .finished, .failed: nil
         }
     }
 

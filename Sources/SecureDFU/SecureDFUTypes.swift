@@ -21,10 +21,14 @@ public struct DFUPart: Hashable, Sendable {
 public struct SecureDFUConfiguration: Sendable {
     /// How data packets are paced and checked (default ``AdaptiveStreamPacing``, the `adaptive` mode).
     public var pacing: any PacingPolicy
-    /// Failed checkpoints in a row before the engine slows down; as many again before it gives up.
+    /// Failed checkpoints in a row before the engine slows down. It gives up only on a device that took no new data
+    /// in 2 × this many tries *and* ``stallTimeout``.
     public var maxAttempts: Int
     /// How long to wait for any control point answer or receipt.
     public var checkpointTimeout: Duration
+    /// How long the device may take no new data (failed checkpoints, refused Creates, with waits between the tries)
+    /// before the engine gives up, after at least 2 × ``maxAttempts`` tries (``StallBudget``, docs/engine.md).
+    public var stallTimeout: Duration
     /// The firmware version the device runs, when known, for "firmware version too low" errors.
     public var deviceFirmwareVersion: UInt32?
     /// End of the data the journal says the device executed, if any (see ``DFUPlanning/dataResumeDecision``).
@@ -38,8 +42,10 @@ public struct SecureDFUConfiguration: Sendable {
     /// passes a clock-free policy such as ``AdaptivePacing`` or ``ObjectPacing``).
     public init(
         pacing: any PacingPolicy = AdaptiveStreamPacing(), maxAttempts: Int = 3, checkpointTimeout: Duration = .seconds(10),
-        deviceFirmwareVersion: UInt32? = nil, executedOffset: Int? = nil, abortOnCancel: Bool = false
+        deviceFirmwareVersion: UInt32? = nil, executedOffset: Int? = nil, abortOnCancel: Bool = false,
+        stallTimeout: Duration = .seconds(10)
     ) {
+        self.stallTimeout = stallTimeout
         self.abortOnCancel = abortOnCancel
         self.pacing = pacing
         self.maxAttempts = max(1, maxAttempts)

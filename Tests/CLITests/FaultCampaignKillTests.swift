@@ -5,21 +5,23 @@ import Testing
 /// so the campaign starts `bledfu simulate`, SIGKILLs a `bledfu flash` child in the middle of the upload and reruns
 /// `bledfu resume`. With the real `bledfu` the run is verified; with a `bledfu` whose `resume` lies (exit 0 without
 /// an upload) or babbles (several error lines) the campaign reports a violation and exits 1: its checks can fail.
-/// Needs the FuzzFaultCampaign executable next to `bledfu` (a full `swift build`, as tools/test does).
+/// Needs the FuzzFaultCampaign executable next to `bledfu` (a full `swift build`, as tools/test does). The plan is
+/// the one drawn without the flash-queue faults (`--no-flash-faults`, the draws before issue 18 point 1 added them).
 @Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: CampaignBinary.url.path)
     || ProcessInfo.processInfo.environment["CI"] == "true", "FuzzFaultCampaign is not built next to bledfu"), .timeLimit(.minutes(5)))
 struct FaultCampaignKillTests {
 
-    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --verbose --speedup 4` with `bledfu` at `bledfu`. The campaign
+    /// Runs `FuzzFaultCampaign --seed 1 --run 9 --no-flash-faults --verbose --speedup 4` with `bledfu` at `bledfu`. The campaign
     /// polls the device's bytes to place its kill (after the first journal is in place); at the campaign's default
     /// speedup (20) the whole 16 762-byte upload takes about 0.4 s, so a poller starved by a loaded machine could
     /// miss the window and let the upload end unkilled. At 4 the window is five times as long; the seed's plan (kill
     /// thresholds in bytes, faults) does not depend on the speedup.
+    /// `--no-flash-faults` keeps the run's kill plan as it was before flash faults were drawn by default.
     /// Blocking: call it through `OffPool` (it waits up to two minutes).
     static func runNine(bledfu: URL) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = CampaignBinary.url
-        process.arguments = ["--seed", "1", "--run", "9", "--verbose", "--speedup", "4", "--bledfu", bledfu.path]
+        process.arguments = ["--seed", "1", "--run", "9", "--no-flash-faults", "--verbose", "--speedup", "4", "--bledfu", bledfu.path]
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("campaign-\(UUID().uuidString).out")
         FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }

@@ -142,6 +142,8 @@ struct Loop {
     var log: [DFUAction] = []
     var result: Result<Void, DFUEngineError>?
     var timersFired = 0
+    /// The durations of the timers that fired (the time the engine waited).
+    var waited: Duration = .zero
     /// Disconnect after this many data packets (once).
     var disconnectAfterPackets: Int?
 
@@ -155,16 +157,17 @@ struct Loop {
 
     mutating func run(mtu: Int = 247, maxSteps: Int = 100_000) {
         var events: [DFUEvent] = [.started(mtu: mtu)]
-        var timer: DFUTimer?
+        var timer: (DFUTimer, Duration)?
         var steps = 0
         while result == nil, steps < maxSteps {
             steps += 1
             let event: DFUEvent
             if !events.isEmpty {
                 event = events.removeFirst()
-            } else if let pending = timer {
+            } else if let (pending, duration) = timer {
                 timer = nil
                 timersFired += 1
+                waited += duration
                 event = .timerFired(pending)
             } else {
                 break
@@ -192,7 +195,7 @@ struct Loop {
                     } else {
                         events.append(.packetsSent)
                     }
-                case .startTimer(let t, _): timer = t
+                case .startTimer(let t, let duration): timer = (t, duration)
                 case .completed: result = .success(())
                 case .failed(let error): result = .failure(error)
                 case .progress, .objectExecuted: break

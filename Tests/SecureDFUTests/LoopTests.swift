@@ -81,13 +81,21 @@ import Testing
         #expect(loop.requests.filter { $0 == .create(type: .data, size: 4096) }.count == 3)  // object 0 twice, object 1
     }
 
+    /// A device that takes no data at all is given up on once it took nothing for the stall timeout (10 s of
+    /// waits between the tries, on the engine's timers) and at least 2 × maxAttempts tries: 0, 50, 100, 200, 400,
+    /// 800 ms, then 1 s each, so 16 tries (issue 18 point 1; it used to be 6 tries in a row, well under a second).
     @Test func givesUpWhenEveryPacketIsLost() {
         var device = FakeBootloader()
         device.dropPackets = Set(1...100_000)  // the init packet (packet 0) gets through
         var loop = Loop(part: part, configuration: SecureDFUConfiguration(pacing: AdaptivePacing()), device: device)
         loop.run()
         #expect(loop.failure?.code == .gaveUp)
-        #expect(loop.machine.retries == 6)
+        #expect(loop.machine.retries == 16)
+        #expect(loop.waited == .milliseconds(10_550))
+        #expect(
+            loop.failure?.reason
+                == "gave up: no new data past offset 0 in 16 tries over 10.55 s; last: device has 0 of 4096 bytes",
+            "\(String(describing: loop.failure))")
     }
 
     @Test(arguments: [true, false])

@@ -40,36 +40,22 @@ import Testing
         var machine = SecureDFUStateMachine(
             part: SimulatorFixture.part(), configuration: SecureDFUConfiguration(pacing: ChecksumPacing(interval: 8)))
         machine.slowedDown = true
-        for expected in [4, 2, 1] {
-            for _ in 0..<3 {
-                let actions = machine.countFailure(DFUEngineError(.bytesLost, "lost"), lostPackets: true)
-                #expect(actions == nil)
-            }
+        for expected in [4, 2, 1, 1] {
+            for _ in 0..<3 { machine.countFailure(lostPackets: true) }
             var pacing = machine.pacing
             #expect(pacing.nextBurst(packetsLeftInObject: 100).packets == expected)
         }
-        // One packet per checksum: nothing shorter; three more failures give up, with the count of the streak.
-        _ = machine.countFailure(DFUEngineError(.bytesLost, "lost"), lostPackets: true)
-        _ = machine.countFailure(DFUEngineError(.bytesLost, "lost"), lostPackets: true)
-        let last = machine.countFailure(DFUEngineError(.bytesLost, "lost"), lostPackets: true)
-        let failure = last?.compactMap { if case .failed(let error) = $0 { error } else { nil } }.first
-        #expect(failure?.code == .gaveUp)
-        #expect(failure?.reason.hasPrefix("gave up after 12 failed checkpoints in a row") == true, "\(String(describing: failure))")
+        // Counting failures never ends the transfer: giving up is the stall budget's call (time and progress).
+        #expect(!machine.isFinished)
+        #expect(machine.retries == 12)
     }
 
-    /// Corruption (all bytes arrived, wrong CRC) is not cured by shorter bursts: after the one slow-down the engine
-    /// gives up as before.
-    @Test func corruptionStillGivesUpAfterOneSlowDown() {
+    /// Corruption (all bytes arrived, wrong CRC) is not cured by shorter bursts: the engine slows down once only.
+    @Test func corruptionSlowsDownOnce() {
         var machine = SecureDFUStateMachine(
             part: SimulatorFixture.part(), configuration: SecureDFUConfiguration(pacing: ChecksumPacing(interval: 8)))
-        var gaveUp = false
-        for attempt in 1...6 {
-            let actions = machine.countFailure(DFUEngineError(.crcMismatch, "bad"), lostPackets: false)
-            let failed = actions?.contains { if case .failed = $0 { true } else { false } } ?? false
-            #expect(failed == (attempt == 6), "attempt \(attempt)")
-            gaveUp = gaveUp || failed
-        }
-        #expect(gaveUp)
+        for _ in 1...9 { machine.countFailure(lostPackets: false) }
+        #expect(!machine.isFinished)
         var pacing = machine.pacing
         #expect(pacing.nextBurst(packetsLeftInObject: 100).packets == 4)
     }

@@ -45,13 +45,14 @@ struct LyingSession {
         let att = ATTClient(bearer: clientEnd)
         let mtu = try await att.exchangeMTU(247)
         let transport = try await GATTDFUTransport.open(client: GATTClient(att: att))
-        let clock = ManualClock()
+        // Short waits (the engine's retry waits, at most 1 s) pass at once; timeouts wait for the ticker.
+        let clock = AutoPauseClock()
         let ticker = Task {
             guard advanceOnSleep else { return }
             await clock.waitForSleepers(1)
             clock.advance(by: .seconds(11))
         }
-        // A policy that never pauses on the clock: with the manual clock, time moves only when a test says so.
+        // A policy that never pauses on the clock: time moves only by the engine's retry waits or the ticker.
         let driver = SecureDFUDriver(
             transport: transport, clock: clock, configuration: SecureDFUConfiguration(pacing: AdaptivePacing()),
             journalStore: store)
