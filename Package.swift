@@ -154,7 +154,7 @@ var targets: [Target] = [
         name: "BledfuCLI",
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "DFUCore", "SecureDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage", "LineStore",
+            "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Fleet", "BledfuKit", "CBOR", "MCUmgr", "MCUbootImage", "LineStore",
             "LineDashboard",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -276,7 +276,7 @@ var targets: [Target] = [
         name: "CLITests",
         dependencies: [
             "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Fleet", "LineStore",
+            "VirtualRadio", "Fleet", "LineStore", "PlatformIO", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings

@@ -147,7 +147,7 @@ enum FlashExit {
         case .noUpdateService: noDFUService
         case .protocolViolation, .incompatiblePackage: protocolError
         case .cancelled, .stopped: BledfuExit.interrupted
-        case .unknownFamily: BledfuExit.usage
+        case .unknownFamily, .invalidOption: BledfuExit.usage
         case .invalidPackage: (error.cause as? PackageError)?.code.exitCode ?? BledfuExit.packageInvalid
         case .connection:
             if let adapter = error.cause as? AdapterError { BledfuExit.code(for: adapter) }

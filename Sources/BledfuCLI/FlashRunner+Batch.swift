@@ -136,12 +136,14 @@ struct ProcessFlasher: DeviceFlasher {
         let lines = AsyncStream<Void>.makeStream()
         let thread = Thread {
             // Blocking reads on a thread of its own: a child that stops writing never holds up the others.
+            // PlatformIO's read retries EINTR (FileHandle.availableData traps on it); an error ends like EOF.
             var buffer = Data()
             while true {
-                let chunk = reader.availableData
+                // The handle (and so its descriptor) lives as long as this loop reads it.
+                let chunk = withExtendedLifetime(reader) { (try? FileIO.readSome(reader.fileDescriptor)) ?? [] }
                 if chunk.isEmpty { break }
                 watchdog.touch()
-                buffer.append(chunk)
+                buffer.append(contentsOf: chunk)
                 while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                     parser.consume(buffer[buffer.startIndex..<newline])
                     buffer.removeSubrange(buffer.startIndex...newline)

@@ -6,15 +6,15 @@ import PlatformIO
 import Synchronization
 
 /// Runs virtual devices on a virtual radio directory or a BlueZ adapter (`bledfu simulate`): per device, an
-/// endpoint advertising the device's current advertisement, one connection at a time served by
-/// `VirtualDevice.serve`, re-advertising after each connection and moving to the new address when it changes
-/// (buttonless jump, end of an update).
+/// endpoint advertising the device's current advertisement, one connection at a time served by the device's
+/// `serve` (any ``HostedDevice``: Secure DFU and MCUmgr SMP devices), re-advertising after each connection and
+/// moving to the new address when it changes (buttonless jump, end of an update).
 ///
 /// ``stop()`` may be called from any thread (a signal handler's queue): it closes every endpoint (on a virtual radio
 /// removing its `.sock` and `.adv` files) and every open connection, which ends the device loops.
 final class SimulatorHost: Sendable {
     struct Running: Sendable {
-        var device: VirtualDevice
+        var device: any HostedDevice
         var spec: SimulatedDeviceSpec
         var reporter: StatusReporter
         var endpoint: any SimulatorEndpoint
@@ -56,16 +56,7 @@ final class SimulatorHost: Sendable {
             for spec in specs {
                 let reporter = StatusReporter(
                     spec: spec, statusDirectory: statusDirectory, stateDirectory: stateDirectory, events: events)
-                let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(spec.identity, from: $0) }
-                let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
-                    stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
-                let device = VirtualDevice(
-                    profile: spec.profile, faults: spec.faults, clock: ContinuousClock(),
-                    statusSink: { state in reporter.publish(state) }, restoring: restoring,
-                    persistentSink: persistentSink,
-                    logger: Logger(label: "bledfu.simulator.\(spec.profile.name)"))
-                if stateDirectory != nil { reporter.persist(await device.persistentState()) }
-                reporter.publish(await device.state())
+                let device = await makeDevice(spec, reporter: reporter, stateDirectory: stateDirectory)
                 let endpoint = try register(try makeEndpoint(), identity: spec.identity)
                 let advertisement = await device.currentAdvertisement
                 try await endpoint.advertise(advertisement)
@@ -78,6 +69,28 @@ final class SimulatorHost: Sendable {
             throw error
         }
         return running
+    }
+
+    /// The device of a spec, of its family, with its status and state files.
+    private func makeDevice(_ spec: SimulatedDeviceSpec, reporter: StatusReporter, stateDirectory: String?) async
+        -> any HostedDevice
+    {
+        switch spec.model {
+        case .smp(let profile):
+            return await SMPSimulator.makeDevice(profile, faults: spec.faults, reporter: reporter, stateDirectory: stateDirectory)
+        case .secure(let profile):
+            let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(spec.identity, from: $0) }
+            let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
+                stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
+            let device = VirtualDevice(
+                profile: profile, faults: spec.faults, clock: ContinuousClock(),
+                statusSink: { state in reporter.publish(state) }, restoring: restoring,
+                persistentSink: persistentSink,
+                logger: Logger(label: "bledfu.simulator.\(profile.name)"))
+            if stateDirectory != nil { reporter.persist(await device.persistentState()) }
+            reporter.publish(await device.state())
+            return device
+        }
     }
 
     /// Serves every device until ``stop()``; returns the first error that ended a device (nil on a clean stop).
@@ -147,7 +160,7 @@ final class SimulatorHost: Sendable {
                 bearer = try await endpoint.accept()
             } catch {
                 if isStopping || error.code == .closed { return nil }
-                return CLIError("\(running.spec.profile.name): accept failed: \(error)", exitCode: BledfuExit.failure)
+                return CLIError("\(running.spec.name): accept failed: \(error)", exitCode: BledfuExit.failure)
             }
             let identity = running.spec.identity
             let admitted = shared.withLock { state -> Bool in
@@ -207,7 +220,7 @@ struct SimulatorEvents: Sendable {
     var json: Bool
 
     func emit(_ event: String, device: SimulatedDeviceSpec?, address: BluetoothAddress, name: String? = nil, peer: PeerProcess? = nil) {
-        let label = name ?? device?.profile.name ?? ""
+        let label = name ?? device?.name ?? ""
         if json {
             var object: [String: any Sendable] = ["event": event, "address": address.description, "name": label]
             if let device { object["identity"] = device.identity.description }
@@ -226,12 +239,21 @@ struct SimulatorEvents: Sendable {
     func fault(_ record: FaultRecord, device: SimulatedDeviceSpec, address: String) {
         if json {
             Console.json([
-                "event": "fault", "name": device.profile.name, "address": address, "kind": record.kind,
+                "event": "fault", "name": device.name, "address": address, "kind": record.kind,
                 "trigger": record.trigger, "bytes_received": Int(clamping: record.bytesReceived),
                 "at_ms": record.atMilliseconds,
             ])
         } else {
-            Console.errorRaw("bledfu simulate: \(device.profile.name) \(address) fault \(record)")
+            Console.errorRaw("bledfu simulate: \(device.name) \(address) fault \(record)")
+        }
+    }
+
+    /// An SMP device's fault (its counters' text: "disconnect after 8192 bytes", "lie:wrong-rc").
+    func fault(_ text: String, device: SimulatedDeviceSpec, address: String) {
+        if json {
+            Console.json(["event": "fault", "name": device.name, "address": address, "kind": text])
+        } else {
+            Console.errorRaw("bledfu simulate: \(device.name) \(address) fault \(text)")
         }
     }
 
@@ -258,13 +280,27 @@ final class StatusReporter: Sendable {
         self.events = events
     }
 
-    /// Writes the device's flash and settings snapshot to its state file, atomically.
-    func persist(_ state: DevicePersistentState) {
+    /// Writes the device's flash and settings snapshot (SMP: its slots) to its state file, atomically.
+    func persist(_ state: some Encodable) {
         guard let persistentPath else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(state) else { return }
         write(data, to: persistentPath)
+    }
+
+    /// An SMP device's status; the faults that fired since the last one are printed (their text).
+    func publish(_ state: SMPDeviceState) {
+        let newFaults = reported.withLock { reported -> ArraySlice<String> in
+            let fresh = state.counters.faults.dropFirst(min(reported.faults, state.counters.faults.count))
+            reported.faults = state.counters.faults.count
+            return fresh
+        }
+        for fault in newFaults { events.fault(fault, device: spec, address: state.address) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(state) else { return }
+        for path in paths { write(data, to: path) }
     }
 
     func publish(_ state: DeviceState) {

@@ -12,5 +12,6 @@ extension BledfuCommand {
         BatchCommand.self,
         LineCommand.self,
         BenchCommand.self,
+        ImageCommand.self,
     ]
 }

@@ -103,7 +103,7 @@ import Testing
         process.standardError = FileHandle.nullDevice
         process.environment = ["HOME": NSTemporaryDirectory()]
         try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: CLIRunner.readAll(out), as: UTF8.self)
         process.waitUntilExit()
         let rows = text.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
         // Exchange MTU request and response, then Read Request on 0x0003 and its response.

@@ -95,7 +95,7 @@ import Testing
         usleep(20_000)
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: CLIRunner.readAll(errors), as: UTF8.self)
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu: interrupted"), "\(stderr)")
         #expect(!JournalFileStore.all(in: state).isEmpty)

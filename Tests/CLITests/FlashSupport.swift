@@ -146,7 +146,7 @@ extension CLIRunner {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        let data = CLIRunner.readAll(pipe)
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
     }

@@ -87,7 +87,7 @@ import Testing
         #expect(!journals.isEmpty, "no journal appeared")
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: CLIRunner.readAll(errors), as: UTF8.self)
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu resume --device \(FlashFixture.device)"))
         #expect(!JournalFileStore.all(in: state).isEmpty)

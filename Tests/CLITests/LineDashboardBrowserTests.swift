@@ -170,7 +170,7 @@ final class BrowserSession {
     func send(_ command: String) throws -> Any? {
         input.fileHandleForWriting.write(Data((command + "\n").utf8))
         while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = CLIRunner.readSome(output)
             if chunk.isEmpty { throw Failure(description: "tools/browser ended") }
             buffer.append(chunk)
         }

@@ -74,7 +74,7 @@ import Testing
             let pipe = Pipe()
             process.standardOutput = pipe
             try process.run()
-            let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let text = String(decoding: CLIRunner.readAll(pipe), as: UTF8.self)
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "\(text)")
             #expect(text.contains("3.1.4+15"))

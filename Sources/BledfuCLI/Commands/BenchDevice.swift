@@ -1,5 +1,7 @@
 import DFUPackage
 import Foundation
+import MCUbootImage
+import PlatformIO
 
 /// `bledfu bench --device ADDR --package ZIP`: each mode, `repetitions` times, as a complete `bledfu flash` run (a
 /// child process of this executable, so connect, buttonless jump, reconnects and journal behave exactly as in a
@@ -13,8 +15,7 @@ struct BenchDevice {
     var repetitions: Int
 
     func run(_ emit: (BenchRun) -> Void) async throws -> [BenchRun] {
-        let loaded = try PackageCLI.loadForFlash(package)
-        let imageBytes = loaded.parts.reduce(0) { $0 + $1.image.count }
+        let imageBytes = try Self.imageBytes(package)
         let executable = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0]))
         var runs: [BenchRun] = []
         for repetition in 1...repetitions {
@@ -41,6 +42,18 @@ struct BenchDevice {
         return runs
     }
 
+    /// Image bytes of a Secure DFU zip or an MCUboot image / NCS zip.
+    static func imageBytes(_ path: String) throws -> Int {
+        if let bytes = FileManager.default.contents(atPath: path).map(Array.init), MCUbootPackage.looksLikeMCUboot(bytes) {
+            do {
+                return try MCUbootPackage(bytes: bytes, name: path).parts.reduce(0) { $0 + $1.image.bytes.count }
+            } catch {
+                throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+            }
+        }
+        return try PackageCLI.loadForFlash(path).parts.reduce(0) { $0 + $1.image.count }
+    }
+
     /// Runs the child to completion; returns its exit status and the last line it wrote to standard error.
     static func launch(_ executable: URL, _ arguments: [String]) async throws -> (Int32, String) {
         let process = Process()
@@ -54,7 +67,8 @@ struct BenchDevice {
         } catch {
             throw CLIError("cannot run \(executable.path): \(error.localizedDescription)", exitCode: BledfuExit.failure)
         }
-        let output = errors.fileHandleForReading.readDataToEndOfFile()
+        // PlatformIO's read retries EINTR (readDataToEndOfFile traps on it).
+        let output = withExtendedLifetime(errors) { Data((try? FileIO.readToEnd(errors.fileHandleForReading.fileDescriptor)) ?? []) }
         process.waitUntilExit()
         let text = String(decoding: output, as: UTF8.self)
         let last = text.split(separator: "\n").last.map(String.init) ?? ""

@@ -1,6 +1,8 @@
 import ArgumentParser
 import DFUSimulator
 import Foundation
+import MCUbootImage
+import MCUmgr
 import SecureDFU
 
 /// `bledfu bench` (default subcommand `modes`): every write mode on every link profile and image size, several
@@ -17,13 +19,21 @@ struct BenchModes: AsyncParsableCommand {
             min(air, flash) and the share of it reached, the share of the protocol bound (the ceiling less the \
             Create and Execute round trips of every object), bytes resent, checkpoint answers, failed \
             checkpoints, completed runs and correct images. --out DIR writes results.csv and results.json.
+
+            SMP profiles (smp-sensor, smp-bracelet) run the SMP modes (default adaptive, nordic, one-at-a-time, \
+            mcumgr-cli): the upload only, against the SMP bound of the same model (pipelined requests of buf_size \
+            bytes); a mode list may mix Secure DFU and SMP modes, each profile runs those of its family.
             """
     )
 
     static let defaultModes = "adaptive,ios,android,nrfutil,seed-pacing,with-response"
 
-    @Option(name: .long, help: ArgumentHelp("Comma-separated write modes.", valueName: "modes"))
-    var modes = BenchModes.defaultModes
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Comma-separated write modes (default: \(BenchModes.defaultModes); on SMP profiles \(BenchSMPRunner.defaultModes.joined(separator: ","))).",
+            valueName: "modes"))
+    var modes: String?
 
     @Option(
         name: .long,
@@ -74,14 +84,34 @@ struct BenchModes: AsyncParsableCommand {
             do {
                 _ = try PacingPolicies.parse(mode)
             } catch {
-                throw ValidationError("--modes: \(error)")
+                // Not a Secure DFU mode: it must be an SMP one.
+                guard SMPPacing.configuration(mode, parameters: nil, mtu: 247) != nil else {
+                    throw ValidationError("--modes: \(error); nor an SMP mode (\(SMPPacing.modes))")
+                }
             }
         }
         _ = try sizeList()
         if device != nil, package == nil { throw ValidationError("--device needs --package") }
     }
 
-    var modeList: [String] { modes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    var modeList: [String] {
+        (modes ?? Self.defaultModes).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
+    /// The modes of `--modes` that an SMP profile runs (default: ``BenchSMPRunner/defaultModes``).
+    var smpModeList: [String] {
+        guard modes != nil else { return BenchSMPRunner.defaultModes }
+        return modeList.filter { SMPPacing.configuration($0, parameters: nil, mtu: 247) != nil }
+    }
+
+    /// The modes for `--device`: those of the package's family (an MCUboot image or NCS zip runs the SMP modes).
+    func deviceModes(_ package: String) -> [String] {
+        let bytes = FileManager.default.contents(atPath: package).map(Array.init) ?? []
+        return MCUbootPackage.looksLikeMCUboot(bytes) ? smpModeList : secureModeList
+    }
+
+    /// The modes of `--modes` that a Secure DFU profile runs.
+    var secureModeList: [String] { modeList.filter { (try? PacingPolicies.parse($0)) != nil } }
     var profileList: [String] { profiles.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
 
     func sizeList() throws -> [Int] {
@@ -105,7 +135,7 @@ struct BenchModes: AsyncParsableCommand {
         let runs: [BenchRun]
         if let device, let package {
             runs = try await BenchDevice(
-                address: device, package: package, adapter: adapter, modes: modeList, repetitions: self.repeat
+                address: device, package: package, adapter: adapter, modes: deviceModes(package), repetitions: self.repeat
             ).run { emit($0) }
         } else {
             runs = try await runVirtual()
@@ -127,27 +157,39 @@ struct BenchModes: AsyncParsableCommand {
 
     /// The matrix on in-process virtual devices, `--parallel` cells at a time, in matrix order.
     func runVirtual() async throws -> [BenchRun] {
+        enum Target: Sendable {
+            case secure(DeviceProfile, DFUPart)
+            case smp(SMPDeviceProfile, MCUbootImage)
+        }
         struct Job: Sendable {
             var index: Int
             var mode: String
             var profileName: String
-            var profile: DeviceProfile
-            var part: DFUPart
+            var target: Target
             var repetition: Int
         }
         let effectiveSpeedup = unthrottled ? Double.infinity : speedup
         var jobs: [Job] = []
         for size in try sizeList() {
             for name in profileList {
-                let loaded = try SimulatorProfiles.load(SimulatedDeviceRequest(parsing: name))
-                let profile = BenchRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
-                let part = BenchRunner.part(size: size, profile: profile)
+                let target: Target
+                let profileModes: [String]
+                switch try SimulatorProfiles.loadModel(SimulatedDeviceRequest(parsing: name)) {
+                case .secure(let loaded):
+                    let profile = BenchRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
+                    target = .secure(profile, BenchRunner.part(size: size, profile: profile))
+                    profileModes = secureModeList
+                case .smp(let loaded):
+                    let profile = BenchSMPRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
+                    target = .smp(profile, try BenchSMPRunner.image(size: size))
+                    profileModes = smpModeList
+                }
+                guard !profileModes.isEmpty else {
+                    throw CLIError("--modes \(modeList.joined(separator: ",")): none applies to profile \(name)", exitCode: BledfuExit.usage)
+                }
                 for repetition in 1...self.repeat {
-                    for mode in modeList {
-                        jobs.append(
-                            Job(
-                                index: jobs.count, mode: mode, profileName: name, profile: profile, part: part,
-                                repetition: repetition))
+                    for mode in profileModes {
+                        jobs.append(Job(index: jobs.count, mode: mode, profileName: name, target: target, repetition: repetition))
                     }
                 }
             }
@@ -159,10 +201,18 @@ struct BenchModes: AsyncParsableCommand {
             var next = 0
             func add(_ job: Job) {
                 group.addTask {
-                    let run = await BenchRunner.run(
-                        mode: job.mode, profileName: job.profileName, profile: job.profile, part: job.part,
-                        repetition: job.repetition, checkpointTimeout: timeout)
-                    return (job.index, run)
+                    switch job.target {
+                    case .secure(let profile, let part):
+                        let run = await BenchRunner.run(
+                            mode: job.mode, profileName: job.profileName, profile: profile, part: part,
+                            repetition: job.repetition, checkpointTimeout: timeout)
+                        return (job.index, run)
+                    case .smp(let profile, let image):
+                        let run = await BenchSMPRunner.run(
+                            mode: job.mode, profileName: job.profileName, profile: profile, image: image,
+                            repetition: job.repetition, timeout: timeout)
+                        return (job.index, run)
+                    }
                 }
             }
             while next < min(width, jobs.count) {

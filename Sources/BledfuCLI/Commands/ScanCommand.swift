@@ -1,5 +1,8 @@
 import ArgumentParser
 import BLECore
+import DFUProtocol
+import LegacyDFU
+import MCUmgr
 
 /// `bledfu scan`: list advertising devices.
 struct ScanCommand: AsyncParsableCommand {
@@ -35,18 +38,32 @@ struct ScanCommand: AsyncParsableCommand {
                         "addressType": advertisement.peer.type.rawValue, "data": advertisement.data.hexString,
                         "services": ad.serviceUUIDs.map(\.description),
                     ]
+                    if let family = AdvertisedFamily.family(ad.serviceUUIDs) { event["family"] = family }
                     if let rssi = advertisement.rssi { event["rssi"] = Int(rssi) }
                     if let name = ad.name { event["name"] = name }
                     Console.json(event)
                 } else {
                     let rssi = advertisement.rssi.map { "\($0) dBm" } ?? "? dBm"
                     let services = ad.serviceUUIDs.map(\.description).joined(separator: ",")
-                    print("\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(ad.name ?? "(no name)") \(services)")
+                    let family = AdvertisedFamily.family(ad.serviceUUIDs).map { " [\($0)]" } ?? ""
+                    print(
+                        "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(ad.name ?? "(no name)") \(services)\(family)")
                 }
             }
         } catch let error as AdapterError {
             throw CLIError(error)
         }
         if !options.json { Console.errorRaw("\(count) device(s) found on \(adapter.name)") }
+    }
+}
+
+/// The DFU family a device's advertised services suggest (`--family` values). A hint only: `bledfu flash` detects the
+/// family from the GATT services once connected, and devices that advertise no service UUID show none.
+enum AdvertisedFamily {
+    static func family(_ services: [BluetoothUUID]) -> String? {
+        if services.contains(SMPUUID.service) { return "smp" }
+        if services.contains(SecureDFUUUID.service) { return "secure" }
+        if services.contains(LegacyDFUUUID.service) { return "legacy" }
+        return nil
     }
 }

@@ -27,13 +27,46 @@ struct SimulatedDeviceRequest: Hashable, Sendable {
     var isPath: Bool { name.contains("/") || name.hasSuffix(".json") }
 }
 
-/// One device instance ready to run: its profile after overrides and the faults it injects.
+/// One device instance ready to run: its profile after overrides (of its family) and the faults it injects.
 struct SimulatedDeviceSpec: Sendable {
-    var profile: DeviceProfile
+    /// The device's family and profile (the profile file's `family` key: absent for Secure DFU, `smp`).
+    enum Model: Sendable {
+        case secure(DeviceProfile)
+        case smp(SMPDeviceProfile)
+    }
+
+    var model: Model
     var faults: FaultPlan
 
+    init(profile: DeviceProfile, faults: FaultPlan) {
+        model = .secure(profile)
+        self.faults = faults
+    }
+
+    init(smp profile: SMPDeviceProfile, faults: FaultPlan) {
+        model = .smp(profile)
+        self.faults = faults
+    }
+
+    var name: String {
+        switch model {
+        case .secure(let profile): profile.name
+        case .smp(let profile): profile.name
+        }
+    }
+
     /// The identity (application-mode) address: the key of its status and state files.
-    var identity: BluetoothAddress { profile.address }
+    var identity: BluetoothAddress {
+        switch model {
+        case .secure(let profile): profile.address
+        case .smp(let profile): profile.address
+        }
+    }
+
+    /// The Secure DFU profile (nil for other families).
+    var profile: DeviceProfile? {
+        if case .secure(let profile) = model { profile } else { nil }
+    }
 }
 
 /// Profile lookup and command-line overrides for `bledfu simulate`.
@@ -62,8 +95,39 @@ enum SimulatorProfiles {
         return nil
     }
 
-    /// Loads the profile a request names.
+    /// Loads the profile a request names, of the family its `family` key says.
+    static func loadModel(_ request: SimulatedDeviceRequest) throws -> SimulatedDeviceSpec.Model {
+        let (url, data) = try read(request)
+        let family = (try? JSONDecoder().decode(FamilyKey.self, from: data))?.family ?? "secure"
+        do {
+            switch family {
+            case "secure": return .secure(try JSONDecoder().decode(DeviceProfile.self, from: data))
+            case "smp": return .smp(try JSONDecoder().decode(SMPDeviceProfile.self, from: data))
+            default:
+                throw CLIError(
+                    "device profile \(url.path) is a \(family) device, which bledfu simulate does not serve (secure, smp)",
+                    exitCode: BledfuExit.usage)
+            }
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
+        }
+    }
+
+    private struct FamilyKey: Decodable { var family: String? }
+
+    /// Loads the (Secure DFU) profile a request names.
     static func load(_ request: SimulatedDeviceRequest) throws -> DeviceProfile {
+        let (url, data) = try read(request)
+        do {
+            return try JSONDecoder().decode(DeviceProfile.self, from: data)
+        } catch {
+            throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
+        }
+    }
+
+    private static func read(_ request: SimulatedDeviceRequest) throws -> (URL, Data) {
         let url: URL
         if request.isPath {
             url = URL(fileURLWithPath: request.name)
@@ -81,16 +145,23 @@ enum SimulatorProfiles {
         } catch {
             throw CLIError("no device profile '\(request.name)' (\(url.path) unreadable)", exitCode: BledfuExit.usage)
         }
-        do {
-            return try JSONDecoder().decode(DeviceProfile.self, from: data)
-        } catch {
-            throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
-        }
+        return (url, data)
     }
 
     /// Instance `index` (0-based) of `count`: byte 4 of the address (the second least significant) is increased by
     /// the index, so that the bootloader's address + 1 (byte 5) never collides with a sibling; names get "-1", "-2"….
     static func instance(_ profile: DeviceProfile, index: Int, of count: Int) -> DeviceProfile {
+        guard count > 1 else { return profile }
+        var copy = profile
+        var bytes = profile.address.bytes
+        bytes[4] = bytes[4] &+ UInt8(truncatingIfNeeded: index)
+        copy.address = BluetoothAddress(bytes: bytes) ?? profile.address
+        copy.name = "\(profile.name)-\(index + 1)"
+        return copy
+    }
+
+    /// Instance `index` of an SMP profile, as ``instance(_:index:of:)``.
+    static func instance(_ profile: SMPDeviceProfile, index: Int, of count: Int) -> SMPDeviceProfile {
         guard count > 1 else { return profile }
         var copy = profile
         var bytes = profile.address.bytes
@@ -133,9 +204,16 @@ enum SimulatorFiles {
     static func loadPersistentState(_ identity: BluetoothAddress, from stateDirectory: String)
         -> DevicePersistentState?
     {
+        loadPersistentState(DevicePersistentState.self, identity, from: stateDirectory)
+    }
+
+    /// A device's persistent state of its family's type (SMP: the MCUboot slots).
+    static func loadPersistentState<State: Decodable>(
+        _ type: State.Type, _ identity: BluetoothAddress, from stateDirectory: String
+    ) -> State? {
         let path = stateDirectory + "/" + persistentStateName(identity)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? JSONDecoder().decode(DevicePersistentState.self, from: data)
+        return try? JSONDecoder().decode(State.self, from: data)
     }
 }
 
@@ -149,6 +227,20 @@ struct ProfileOverrides: Sendable {
     var publicKeys: [String]?
     var saveProgress: Bool?
     var speedup: Double?
+
+    /// An SMP device takes `--speedup` and `--public-key` (MCUboot's keys); the Secure DFU options do not apply.
+    func apply(to profile: inout SMPDeviceProfile) throws {
+        let secureOnly: [(String, Bool)] = [
+            ("--hw-version", hwVersion != nil), ("--sd-fwid", softDeviceFWID != nil),
+            ("--app-version", applicationVersion != nil), ("--require-signature", requireSignature != nil),
+            ("--save-progress", saveProgress != nil),
+        ]
+        if let option = secureOnly.first(where: \.1)?.0 {
+            throw CLIError("\(option) is a Secure DFU option; \(profile.name) is an SMP device", exitCode: BledfuExit.usage)
+        }
+        if let publicKeys { profile.mcuboot.publicKeys = publicKeys }
+        if let speedup { profile.speedup = speedup }
+    }
 
     func apply(to profile: inout DeviceProfile) {
         if let hwVersion { profile.hwVersion = hwVersion }
@@ -182,7 +274,13 @@ struct ProfileOverrides: Sendable {
 /// `--describe`: a device's profile and its link ceilings.
 enum SimulatorDescription {
     static func emit(_ spec: SimulatedDeviceSpec, json: Bool) {
-        let profile = spec.profile
+        let profile: DeviceProfile
+        switch spec.model {
+        case .secure(let secure): profile = secure
+        case .smp(let smp):
+            SMPSimulatorDescription.emit(smp, json: json)
+            return
+        }
         let ceiling = LinkModel(profile: profile).ceiling()
         if json {
             let event = DescribeEvent(

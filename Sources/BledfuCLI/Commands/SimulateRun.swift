@@ -22,8 +22,8 @@ struct SimulateRun: AsyncParsableCommand {
     @Option(
         name: .customLong("device"),
         help: ArgumentHelp(
-            "A profile in Firmware/ (bracelet, sensor) or a profile JSON path, optionally with an instance count "
-                + "(sensor:4). Repeatable.", valueName: "name[:count]"))
+            "A profile in Firmware/ (bracelet, sensor, smp-sensor, smp-bracelet) or a profile JSON path, optionally "
+                + "with an instance count (sensor:4). Repeatable.", valueName: "name[:count]"))
     var devices: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Override NRF_DFU_HW_VERSION (decimal or 0x hex).", valueName: "n"))
@@ -155,20 +155,32 @@ struct SimulateRun: AsyncParsableCommand {
         var used: [BluetoothAddress: String] = [:]
         for text in devices {
             let request = try SimulatedDeviceRequest(parsing: text)
-            let base = try SimulatorProfiles.load(request)
+            let base = try SimulatorProfiles.loadModel(request)
             for index in 0..<request.count {
-                var profile = SimulatorProfiles.instance(base, index: index, of: request.count)
-                SimulatorProfiles.restore(&profile, from: stateDir)
-                overrides.apply(to: &profile)
-                for address in SimulatorProfiles.addresses(profile) {
+                let spec: SimulatedDeviceSpec
+                let addresses: Set<BluetoothAddress>
+                switch base {
+                case .secure(let secure):
+                    var profile = SimulatorProfiles.instance(secure, index: index, of: request.count)
+                    SimulatorProfiles.restore(&profile, from: stateDir)
+                    overrides.apply(to: &profile)
+                    spec = SimulatedDeviceSpec(profile: profile, faults: faults)
+                    addresses = SimulatorProfiles.addresses(profile)
+                case .smp(let smp):
+                    // An SMP device keeps one address; its slots come back from --state-dir when the device is made.
+                    var profile = SimulatorProfiles.instance(smp, index: index, of: request.count)
+                    try overrides.apply(to: &profile)
+                    spec = SimulatedDeviceSpec(smp: profile, faults: faults)
+                    addresses = [profile.address]
+                }
+                for address in addresses {
                     if let other = used[address] {
                         throw CLIError(
-                            "\(profile.name) and \(other) would both use address \(address)",
-                            exitCode: BledfuExit.usage)
+                            "\(spec.name) and \(other) would both use address \(address)", exitCode: BledfuExit.usage)
                     }
-                    used[address] = profile.name
+                    used[address] = spec.name
                 }
-                specs.append(SimulatedDeviceSpec(profile: profile, faults: faults))
+                specs.append(spec)
             }
         }
         return specs

@@ -49,6 +49,16 @@ struct SimulateStatus: AsyncParsableCommand {
         for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
             let identity = BluetoothAddress(String(name.dropLast(".json".count)))
             guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { continue }
+            if let smp = try? JSONDecoder().decode(SMPDeviceState.self, from: data), smp.family == "smp" {
+                if let wanted, wanted != identity, wanted != BluetoothAddress(smp.address) { continue }
+                shown += 1
+                if options.json {
+                    Console.jsonLine(SMPStatusEvent(identity: identity?.description ?? "", state: smp))
+                } else {
+                    print(Self.summary(smp, identity: identity))
+                }
+                continue
+            }
             let state: DeviceState
             do {
                 state = try JSONDecoder().decode(DeviceState.self, from: data)
@@ -84,6 +94,31 @@ struct SimulateStatus: AsyncParsableCommand {
         }
         return line
     }
+}
+
+extension SimulateStatus {
+    /// One line for an SMP device: its slots and counters.
+    static func summary(_ state: SMPDeviceState, identity: BluetoothAddress?) -> String {
+        var line = "\(identity?.description ?? state.address) \(state.name) smp at \(state.address)"
+        line += state.connected ? " connected" : (state.available ? " idle" : " booting")
+        for slot in state.images {
+            let flags = [slot.active ? "active" : nil, slot.confirmed ? "confirmed" : nil, slot.pending ? "pending" : nil]
+                .compactMap { $0 }.joined(separator: " ")
+            line += ", image \(slot.image) slot \(slot.slot) v\(slot.version)\(flags.isEmpty ? "" : " " + flags)"
+        }
+        let counters = state.counters
+        line += "; resets \(counters.resets), swaps \(counters.swaps), upload bytes \(counters.uploadBytesWritten)"
+        line += ", faults \(counters.faults.count)"
+        if let upload = state.upload { line += "; upload \(upload.offset)/\(upload.length)" }
+        return line
+    }
+}
+
+/// The NDJSON line `simulate status --json` prints per SMP device.
+struct SMPStatusEvent: Encodable {
+    var event = "status"
+    var identity: String
+    var state: SMPDeviceState
 }
 
 /// The NDJSON line `simulate status --json` prints per device.
