@@ -166,8 +166,17 @@ public struct AdapterError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let badAddress = Code(name: "badAddress")
         public static let connectionTimeout = Code(name: "connectionTimeout")
         public static let connectionRefused = Code(name: "connectionRefused")
-        /// Something else already owns the ATT channel of that link (EBUSY).
+        /// Something else already owns the ATT channel of that link (EBUSY on a link that exists).
         public static let busy = Code(name: "busy")
+        /// The adapter's controller has no free link: it is at its connection limit (HCI 0x09 Connection Limit
+        /// Exceeded → EMLINK, 0x07 Memory Capacity Exceeded → ENOMEM, 0x0D Limited Resources → ECONNREFUSED while
+        /// the adapter holds other links). Try again once one of its links has ended.
+        public static let noFreeLink = Code(name: "noFreeLink")
+        /// The adapter cannot create a connection right now: the controller answered Command Disallowed (0x0C,
+        /// EBUSY after the wait), a link-layer error (EPROTO) or Hardware Failure (0x03, EIO) to a Create Connection
+        /// while it scans or creates another one, or the adapter advertises and another creation is pending (EBUSY at
+        /// once). Try again.
+        public static let adapterBusy = Code(name: "adapterBusy")
         public static let disconnected = Code(name: "disconnected")
         public static let deviceNotFound = Code(name: "deviceNotFound")
         public static let system = Code(name: "system")

@@ -25,6 +25,10 @@ public enum BledfuExit {
     public static let connectionRefused: Int32 = 19
     /// The peer broke the ATT protocol, answered with an ATT error, or did not answer in time.
     public static let protocolError: Int32 = 20
+    /// The adapter has no free link (its controller is at its connection limit); `batch` retries the device later.
+    public static let noFreeLink: Int32 = 21
+    /// The adapter cannot create a connection right now (controller busy scanning or creating another one).
+    public static let adapterBusy: Int32 = 22
 
     // Packages (30-39): see docs/packages.md.
     public static let packageInvalid: Int32 = 30
@@ -47,9 +51,11 @@ public enum BledfuExit {
         (connectionTimeout, "connection timed out"),
         (disconnected, "the device disconnected"),
         (deviceNotFound, "device not found"),
-        (busy, "another program holds the device's ATT channel (EBUSY)"),
+        (busy, "another program holds the ATT channel of the link to the device (EBUSY)"),
         (connectionRefused, "connection refused"),
         (protocolError, "ATT/GATT error, or the device did not answer in time"),
+        (noFreeLink, "the adapter has no free link (its controller's connection limit); retry when a link ends"),
+        (adapterBusy, "the adapter cannot create a connection now (controller busy); retry"),
         (packageInvalid, "the DFU package is malformed or fails verification (30-39, docs/packages.md)"),
         (dfuFailed, "the DFU upload failed (40-49, docs/engine.md)"),
     ] + batchTable + [
@@ -81,6 +87,8 @@ public enum BledfuExit {
         case .busy: busy
         case .disconnected: disconnected
         case .deviceNotFound: deviceNotFound
+        case .noFreeLink: noFreeLink
+        case .adapterBusy: adapterBusy
         default: failure
         }
     }

@@ -6,6 +6,7 @@ import Fleet
 import Foundation
 import GATT
 import PlatformIO
+import LegacyDFU
 import Synchronization
 
 /// The line's per-device flash (issue #6): each device runs the whole `bledfu flash` (buttonless jump, multi-part,
@@ -65,6 +66,18 @@ struct ProcessFlasher: DeviceFlasher {
             if let dfu = services.first(where: { $0.uuid == SecureDFUUUID.service }) {
                 let uuids = Set(try await gatt.discoverCharacteristics(of: dfu).map(\.uuid))
                 if uuids.contains(SecureDFUUUID.controlPoint) { return DeviceProbe(mode: .bootloader) }
+            }
+            if let legacy = services.first(where: { $0.uuid == LegacyDFUUUID.service }) {
+                // A Legacy DFU bootloader: the DFU Version and the bootloader's services alone (legacy-dfu.md §8.4).
+                let characteristics = try await gatt.discoverCharacteristics(of: legacy)
+                var version: LegacyDFUVersion?
+                if let characteristic = characteristics.first(where: { $0.uuid == LegacyDFUUUID.version }) {
+                    version = try? LegacyDFUVersion(decoding: try await gatt.read(handle: characteristic.valueHandle))
+                }
+                let hasPacket = characteristics.contains { $0.uuid == LegacyDFUUUID.packet }
+                if case .bootloader? = LegacyDetection.mode(services: services.map(\.uuid), version: version, hasPacket: hasPacket) {
+                    return DeviceProbe(mode: .bootloader)
+                }
             }
             var version: UInt32?
             if let information = services.first(where: { $0.uuid == BluetoothUUID(0x180A) }),
@@ -136,11 +149,10 @@ struct ProcessFlasher: DeviceFlasher {
         let lines = AsyncStream<Void>.makeStream()
         let thread = Thread {
             // Blocking reads on a thread of its own: a child that stops writing never holds up the others.
-            // PlatformIO's read retries EINTR (FileHandle.availableData traps on it); an error ends like EOF.
             var buffer = Data()
             while true {
-                // The handle (and so its descriptor) lives as long as this loop reads it.
-                let chunk = withExtendedLifetime(reader) { (try? FileIO.readSome(reader.fileDescriptor)) ?? [] }
+                // A read error other than EINTR ends the stream like end of file; the exit status still decides.
+                let chunk = (try? BlockingRead.chunk(fd: reader.fileDescriptor)) ?? []
                 if chunk.isEmpty { break }
                 watchdog.touch()
                 buffer.append(contentsOf: chunk)

@@ -6,9 +6,9 @@ import PlatformIO
 import Synchronization
 
 /// Runs virtual devices on a virtual radio directory or a BlueZ adapter (`bledfu simulate`): per device, an
-/// endpoint advertising the device's current advertisement, one connection at a time served by the device's
-/// `serve` (any ``HostedDevice``: Secure DFU and MCUmgr SMP devices), re-advertising after each connection and
-/// moving to the new address when it changes (buttonless jump, end of an update).
+/// endpoint advertising the device's current advertisement, one connection at a time served by
+/// `VirtualDevice.serve`, re-advertising after each connection and moving to the new address when it changes
+/// (buttonless jump, end of an update).
 ///
 /// ``stop()`` may be called from any thread (a signal handler's queue): it closes every endpoint (on a virtual radio
 /// removing its `.sock` and `.adv` files) and every open connection, which ends the device loops.
@@ -71,25 +71,37 @@ final class SimulatorHost: Sendable {
         return running
     }
 
-    /// The device of a spec, of its family, with its status and state files.
+    /// The device of `spec` (Secure DFU, Legacy DFU or SMP), restored from the state directory, with its first status
+    /// written.
     private func makeDevice(_ spec: SimulatedDeviceSpec, reporter: StatusReporter, stateDirectory: String?) async
         -> any HostedDevice
     {
-        switch spec.model {
-        case .smp(let profile):
-            return await SMPSimulator.makeDevice(profile, faults: spec.faults, reporter: reporter, stateDirectory: stateDirectory)
+        let logger = Logger(label: "bledfu.simulator.\(spec.name)")
+        switch spec.device {
         case .secure(let profile):
             let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(spec.identity, from: $0) }
             let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
                 stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
             let device = VirtualDevice(
                 profile: profile, faults: spec.faults, clock: ContinuousClock(),
-                statusSink: { state in reporter.publish(state) }, restoring: restoring,
-                persistentSink: persistentSink,
-                logger: Logger(label: "bledfu.simulator.\(profile.name)"))
+                statusSink: { state in reporter.publish(state) }, restoring: restoring, persistentSink: persistentSink,
+                logger: logger)
             if stateDirectory != nil { reporter.persist(await device.persistentState()) }
             reporter.publish(await device.state())
             return device
+        case .legacy(let profile):
+            let restoring = stateDirectory.flatMap { SimulatorFiles.loadLegacyPersistentState(spec.identity, from: $0) }
+            let persistentSink: (@Sendable (LegacyPersistentState) async -> Void)? =
+                stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
+            let device = VirtualLegacyDevice(
+                profile: profile, faults: spec.faults, clock: ContinuousClock(),
+                statusSink: { state in reporter.publish(state) }, restoring: restoring, persistentSink: persistentSink,
+                logger: logger)
+            if stateDirectory != nil { reporter.persist(await device.persistentState()) }
+            reporter.publish(await device.state())
+            return device
+        case .smp(let profile):
+            return await SMPSimulator.makeDevice(profile, faults: spec.faults, reporter: reporter, stateDirectory: stateDirectory)
         }
     }
 
@@ -280,7 +292,7 @@ final class StatusReporter: Sendable {
         self.events = events
     }
 
-    /// Writes the device's flash and settings snapshot (SMP: its slots) to its state file, atomically.
+    /// Writes the device's flash and settings snapshot to its state file, atomically.
     func persist(_ state: some Encodable) {
         guard let persistentPath else { return }
         let encoder = JSONEncoder()
@@ -288,6 +300,10 @@ final class StatusReporter: Sendable {
         guard let data = try? encoder.encode(state) else { return }
         write(data, to: persistentPath)
     }
+
+    func publish(_ state: DeviceState) { publish(state, faults: state.faults, address: state.address) }
+
+    func publish(_ state: LegacyDeviceState) { publish(state, faults: state.faults, address: state.address) }
 
     /// An SMP device's status; the faults that fired since the last one are printed (their text).
     func publish(_ state: SMPDeviceState) {
@@ -297,19 +313,22 @@ final class StatusReporter: Sendable {
             return fresh
         }
         for fault in newFaults { events.fault(fault, device: spec, address: state.address) }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(state) else { return }
-        for path in paths { write(data, to: path) }
+        write(state)
     }
 
-    func publish(_ state: DeviceState) {
+    /// Logs the faults that fired since the last snapshot and writes the status files.
+    func publish(_ state: some Encodable, faults: [FaultRecord], address: String) {
         let newFaults = reported.withLock { reported -> ArraySlice<FaultRecord> in
-            let fresh = state.faults.dropFirst(min(reported.faults, state.faults.count))
-            reported.faults = state.faults.count
+            let fresh = faults.dropFirst(min(reported.faults, faults.count))
+            reported.faults = faults.count
             return fresh
         }
-        for record in newFaults { events.fault(record, device: spec, address: state.address) }
+        for record in newFaults { events.fault(record, device: spec, address: address) }
+        write(state)
+    }
+
+    /// Writes a status snapshot to the status files.
+    private func write(_ state: some Encodable) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(state) else { return }

@@ -1,4 +1,5 @@
 import DFUCore
+import LegacyDFU
 import MCUmgr
 import SecureDFU
 
@@ -6,6 +7,6 @@ import SecureDFU
 /// is one more line here (docs/architecture.md, "Adding a family").
 public enum DefaultFamilies {
     public static var all: [any DFUFamily] {
-        [SecureDFUFamily(), SMPFamily()]
+        [SecureDFUFamily(), LegacyDFUFamily(), SMPFamily()]
     }
 }

@@ -185,6 +185,9 @@ struct PartLoop<F: DFUFamily> {
             return
         }
         lastLoss = error
+        // The family may know better where the device comes back (Legacy DFU: a reset moves the bootloader to
+        // address + 1, or brings a dual-bank device's old application back at its address).
+        if let next = error.location { location = next.merged(with: location) }
         flow.meter.countLinkLoss()
         guard budget.linkLost(progressed: journal.confirmedBytes > before) else {
             let attempts = budget.policy.attempts

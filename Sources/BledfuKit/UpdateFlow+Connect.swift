@@ -77,19 +77,23 @@ extension UpdateFlow {
     {
         let deadline = clock.now.advanced(by: request.scanTimeout)
         var lastError: DFUError?
+        var seen: [String] = []  // what did advertise meanwhile, for the message when the updater is not found
         while clock.now < deadline {
             var found: PeerAddress?
             do {
                 let remaining = clock.now.duration(to: deadline)
-                for try await advertisement in updater.adapter.scan(filter: ScanFilter(), duration: remaining)
-                where location.matches(advertisement) {
+                for try await advertisement in updater.adapter.scan(filter: ScanFilter(), duration: remaining) {
                     let name = advertisement.parsed.name
+                    let label = advertisement.peer.address.description + (name.map { " (\($0))" } ?? "")
+                    if !seen.contains(label) { seen.append(label) }
+                    guard location.matches(advertisement) else { continue }
                     let byName = name.map(location.names.contains) ?? false
                     found = advertisement.peer
                     emit(.found(address: advertisement.peer.address.description, name: name ?? "", byName: byName))
                     break
                 }
             } catch {
+                lastError = DFUError(notFound, "scanning failed: \(error)", cause: error)
                 for address in location.addresses {
                     let peer = PeerAddress(address, type: location.addressType)
                     if let link = try? await connect(peer) { return (link, peer) }
@@ -107,7 +111,8 @@ extension UpdateFlow {
         }
         throw DFUError(
             notFound,
-            "no DFU updater found (\(location)) within \(Self.seconds(request.scanTimeout)) s"
+            "no DFU updater found (\(location)) within \(Self.seconds(request.scanTimeout)) s ("
+                + (seen.isEmpty ? "nothing advertised" : "advertising meanwhile: " + seen.joined(separator: ", ")) + ")"
                 + (lastError.map { ": \($0.message)" } ?? ""),
             cause: lastError)
     }

@@ -17,12 +17,12 @@ public final class VirtualDeviceAdapter: BLEAdapter {
     }
 
     public let name = "in-process"
-    public let devices: [VirtualDevice]
+    public let devices: [any HostedDevice]
     private let link: Link
     private let serving = Mutex<[Int: Task<Void, Never>]>([:])
     private let connections = Mutex(0)
 
-    public init(devices: [VirtualDevice], link: Link = .socketPair) {
+    public init(devices: [any HostedDevice], link: Link = .socketPair) {
         self.devices = devices
         self.link = link
     }

@@ -89,6 +89,25 @@ enum AdapterLookup {
         return adapter
     }
 
+    /// The adapter's links (HCIGETCONNLIST): handle, peer address, LE or not. Nil when the kernel does not say.
+    static func links(adapterID id: UInt16) -> [BlueZLink]? {
+        guard let fd = try? openControlSocket() else { return nil }
+        defer { try? fd.close() }
+        var request = bledfu_hci_conn_list()
+        request.dev_id = id
+        request.conn_num = UInt16(BLEDFU_CONN_LIST_MAX)
+        let listed = withUnsafeMutableBytes(of: &request) { raw in
+            valueOrErrno { system_ioctlBuffer(fd.rawValue, BLEDFU_HCIGETCONNLIST, raw) }
+        }
+        guard case .success = listed else { return nil }
+        let count = min(Int(request.conn_num), Int(BLEDFU_CONN_LIST_MAX))
+        return withUnsafeBytes(of: request.conn_info) { raw in
+            raw.bindMemory(to: hci_conn_info.self).prefix(count).map {
+                BlueZLink(handle: $0.handle, address: BlueZSocketAddress.address($0.bdaddr), isLE: $0.type == BLEDFU_LE_LINK)
+            }
+        }
+    }
+
     static func downError(_ adapter: BlueZAdapterInfo) -> AdapterError {
         AdapterError(
             .adapterDown, "adapter \(adapter.name) is down: power it on with `bluetoothctl power on` or `sudo hciconfig \(adapter.name) up`")
@@ -111,4 +130,11 @@ enum AdapterLookup {
         _ = try result.get()
         return BlueZAdapterInfo(info)
     }
+}
+
+/// One link of an adapter, as HCIGETCONNLIST lists it.
+public struct BlueZLink: Sendable, Hashable {
+    public var handle: UInt16
+    public var address: BluetoothAddress?
+    public var isLE: Bool
 }

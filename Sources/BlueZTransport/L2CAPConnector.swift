@@ -69,21 +69,34 @@ public enum L2CAPConnector {
 
         var remote = BlueZSocketAddress.l2capATT(peer.address, type: BlueZSocketAddress.addressType(peer.type))
         logger.debug("connecting", metadata: ["peer": "\(peer)", "adapter": "\(adapterName)"])
+        var phase = BlueZConnectFailure.Phase.immediate
+        var waitEnded = false
         do throws(Errno) {
             let started = try withUnsafeBytes(of: &remote) { (raw) throws(Errno) in try fd.connect(address: raw) }
             if case .wouldBlock = started {
+                phase = .afterWait
                 try await fd.waitWritable(timeout: options.timeout)
+                waitEnded = true
                 if let pending = try fd.pendingError() { throw pending }
             }
         } catch {
-            if error == .timedOut {
-                throw AdapterError(
-                    .connectionTimeout,
-                    "connecting to \(peer) timed out after \(options.timeout): is the device advertising and in range?",
-                    errno: error.rawValue)
+            if phase == .afterWait, !waitEnded {
+                // Our own deadline (before the kernel's: 40 s scan phase, 4 or 20 s create phase), or a cancel.
+                if error == .timedOut {
+                    throw AdapterError(
+                        .connectionTimeout,
+                        "connecting to \(peer) timed out after \(options.timeout): is the device advertising and in range?",
+                        errno: error.rawValue)
+                }
+                throw AdapterError(.system, "connecting to \(peer) was cancelled", errno: error.rawValue)
             }
-            if error == .canceled { throw AdapterError(.system, "connecting to \(peer) was cancelled", errno: error.rawValue) }
-            throw failure(error, .connect)
+            // What the adapter holds now tells the errno's causes apart (many-links.md §2.2, §2.4).
+            let links = adapterID(adapterName).flatMap { AdapterLookup.links(adapterID: $0) }
+            let failed = BlueZConnectFailure(
+                errno: error.rawValue, phase: phase,
+                linkToPeerExists: links.map { $0.contains { $0.isLE && $0.address == peer.address } },
+                adapterLELinks: links.map { $0.filter(\.isLE).count })
+            throw failed.error(adapter: adapterName, peer: peer)
         }
 
         var info = l2cap_conninfo()
@@ -99,5 +112,11 @@ public enum L2CAPConnector {
         keep = true
         logger.debug("connected", metadata: ["peer": "\(peer)", "handle": "\(handle.map(String.init) ?? "?")"])
         return Connection(socket: fd, linkInfo: LinkInfo(peer: peer, connectionHandle: handle))
+    }
+
+    /// 0 for "hci0"; nil for "any" and other names.
+    static func adapterID(_ name: String) -> UInt16? {
+        guard name.hasPrefix("hci") else { return nil }
+        return UInt16(name.dropFirst(3))
     }
 }

@@ -43,6 +43,18 @@ public struct LineSnapshot: Sendable, Equatable, Codable {
         public var attempts: Int
     }
 
+    /// A device that reached its final status (the newest first on the dashboard).
+    public struct Finished: Sendable, Equatable, Codable {
+        public var address: String
+        public var name: String?
+        public var className: String
+        public var status: DeviceStatus
+        public var station: String?
+        public var adapter: String?
+        public var attempts: Int
+        public var finishedAt: String
+    }
+
     /// Devices finished (done, skipped or failed) in one time bucket, as a rate.
     public struct Bucket: Sendable, Equatable, Codable {
         public var start: String
@@ -64,6 +76,8 @@ public struct LineSnapshot: Sendable, Equatable, Codable {
     public var stations: [Station] = []
     public var inFlight: [InFlight] = []
     public var failures: [Failure] = []
+    /// The last 50 devices that reached their final status, newest first.
+    public var recent: [Finished] = []
     public var overTime: [Bucket] = []
 
     public var total: Int { done + skipped + failed + pending + running }
@@ -119,6 +133,11 @@ extension BatchLog {
             LineSnapshot.Failure(
                 address: $0.address, name: $0.name, className: $0.className, station: $0.station, error: $0.error, exitCode: $0.exitCode,
                 attempts: $0.attempts)
+        }
+        snapshot.recent = records.filter(\.status.isFinal).sorted { ($0.finishedAt ?? "") > ($1.finishedAt ?? "") }.prefix(50).map {
+            LineSnapshot.Finished(
+                address: $0.address, name: $0.name, className: $0.className, status: $0.status, station: $0.station, adapter: $0.adapter,
+                attempts: $0.attempts, finishedAt: $0.finishedAt ?? $0.updatedAt)
         }
         let finishedTimes = records.filter(\.status.isFinal).compactMap { $0.finishedAt.flatMap(Self.date(from:)) }.sorted()
         let window = min(3600, max(60, firstStart.flatMap(Self.date(from:)).map { date.timeIntervalSince($0) } ?? 3600))

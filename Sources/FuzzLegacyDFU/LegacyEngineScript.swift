@@ -45,6 +45,8 @@ struct LegacyEngineScript {
     var burstOutstanding = false
     var timer: LegacyTimer?
     var forged = false
+    /// The link loss being handled was the script's, not the device's reset (a completion then proves nothing).
+    var scriptedLoss = false
     var attempts = 1
     var rebooted = false
     var now = Duration.zero
@@ -103,7 +105,10 @@ struct LegacyEngineScript {
 
     mutating func special(_ kind: UInt8) {
         switch kind {
-        case 0: linkLost()
+        case 0:
+            scriptedLoss = true
+            linkLost()
+            scriptedLoss = false
         case 1: if let first = pending.first { pending.insert(first, at: 0) }
         case 2: if pending.count >= 2 { pending.swapAt(0, 1) }
         case 3:
@@ -157,6 +162,7 @@ struct LegacyEngineScript {
     }
 
     /// Carries out engine actions against the device; a refused write, a reset or a dropped link ends the connection.
+    /// (`byNotification`: the actions answer a device notification, for traces.)
     mutating func perform(_ actions: [LegacyDFUAction], byNotification: Bool) {
         var lost = false
         for (index, action) in actions.enumerated() {
@@ -179,7 +185,8 @@ struct LegacyEngineScript {
                 burstOutstanding = !lost
             case .startTimer(let next, _): timer = next
             case .completed:
-                if byNotification, !forged {
+                // Activate and Reset is acknowledged, then the device's own reset drops the link: the image must be in.
+                if !forged, !scriptedLoss {
                     precondition(
                         device.installedApplication == LegacyEngineFixture.imageSHA,
                         "the engine reports the image activated, but the device did not install it")

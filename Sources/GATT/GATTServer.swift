@@ -35,6 +35,9 @@ public actor GATTServer {
     private var indicationInFlight = false
     private var indicationQueue: [CheckedContinuation<Void, Never>] = []
     private var confirmation: (id: UInt64, continuation: CheckedContinuation<Result<Void, GATTServerError>, Never>)?
+    /// The indication sent or being sent (set before it goes out) and whether its confirmation has arrived: the
+    /// client may confirm before `indicate` is back on the actor after the send.
+    private var outstandingIndication: (id: UInt64, confirmed: Bool)?
     private var nextIndicationID: UInt64 = 0
     private var disconnectWaiters: [CheckedContinuation<GATTServerError, Never>] = []
     /// True while `run()` handles a PDU (from its arrival to its response); `closeAfterResponse()` then defers.
@@ -95,6 +98,9 @@ public actor GATTServer {
         }
         return closedReason ?? GATTServerError(.disconnected)
     }
+
+    /// An indication waits for its confirmation (for tests and diagnostics).
+    var isAwaitingConfirmation: Bool { confirmation != nil }
 
     /// Suspends until the link has ended and returns why.
     public func disconnected() async -> GATTServerError {
@@ -171,9 +177,14 @@ public actor GATTServer {
             indicationInFlight = false
             if !indicationQueue.isEmpty { indicationQueue.removeFirst().resume() }
         }
-        try await send(.handleValueIndication(handle: handle, value: Array(value.prefix(mtu - 3))))
+        // Expect the confirmation before the indication goes out: the send leaves the actor, and the client's
+        // confirmation can be handled by `run()` before this task is back (Core v5.4 Vol 3 Part F §3.4.7.3: a
+        // confirmation answers the indication sent, whenever it arrives).
         nextIndicationID += 1
         let id = nextIndicationID
+        outstandingIndication = (id, false)
+        defer { outstandingIndication = nil }
+        try await send(.handleValueIndication(handle: handle, value: Array(value.prefix(mtu - 3))))
         let sleep = self.sleep
         let timeout = indicationTimeout
         let timer = Task {
@@ -182,7 +193,9 @@ public actor GATTServer {
         }
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<Void, GATTServerError>, Never>) in
-            if let closedReason {
+            if outstandingIndication?.confirmed == true {
+                continuation.resume(returning: .success(()))
+            } else if let closedReason {
                 continuation.resume(returning: .failure(closedReason))
             } else {
                 confirmation = (id, continuation)
@@ -208,6 +221,10 @@ public actor GATTServer {
 
     func confirmationReceived() {
         guard let pending = confirmation else {
+            if let outstanding = outstandingIndication, !outstanding.confirmed {
+                outstandingIndication?.confirmed = true  // before `indicate` waits for it
+                return
+            }
             logger.debug("GATT server ignores a confirmation with no indication outstanding")
             return
         }

@@ -149,7 +149,7 @@ public struct LegacyDFUVersion: RawRepresentable, Hashable, Sendable, CustomStri
 }
 
 /// Malformed or truncated Legacy DFU message. Equality is on ``code``.
-public struct LegacyDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct LegacyDecodingError: CodedError, Sendable {
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -169,9 +169,8 @@ public struct LegacyDecodingError: Error, Hashable, Sendable, CustomStringConver
         self.reason = reason
     }
 
-    public static func == (lhs: LegacyDecodingError, rhs: LegacyDecodingError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "\(code): \(reason)" }
+    /// One line for people (``CodedError/message``).
+    public var message: String { reason }
 }
 
 func hex2(_ value: UInt8) -> String {

@@ -34,6 +34,8 @@ public actor LegacyDFUDriver<C: Clock<Duration>> {
     public private(set) var configuration: LegacyDFUConfiguration
     /// Firmware bytes the last run sent (what a restart sends again).
     public private(set) var bytesSent = 0
+    /// The window (packets) the last run was sending, nil when streaming.
+    public private(set) var lastWindow: Int?
 
     public init(
         transport: any LegacyDFUTransport, clock: C, configuration: LegacyDFUConfiguration = LegacyDFUConfiguration(),
@@ -70,6 +72,7 @@ public actor LegacyDFUDriver<C: Clock<Duration>> {
             continuation.finish()
             configuration = machine.configuration
             bytesSent = machine.sentOffset
+            lastWindow = machine.window
         }
         let start = clock.now
         var pending: [LegacyDFUEvent] = [.started]

@@ -1,5 +1,7 @@
+import BLECore
+
 /// Why a Legacy DFU transfer stopped. Equality is on ``code`` (the reason text is for people).
-public struct LegacyDFUError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct LegacyDFUError: CodedError, Sendable {
     /// Open code space: unknown codes (from a newer engine, a journal, a log) survive and print.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
@@ -54,8 +56,7 @@ public struct LegacyDFUError: Error, Hashable, Sendable, CustomStringConvertible
     /// from zero: the link went down, or the engine reset the device on purpose.
     public var restartsFromZero: Bool { [.disconnected, .deviceReset, .bytesLost].contains(code) }
 
-    public static func == (lhs: LegacyDFUError, rhs: LegacyDFUError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    public var description: String { "\(code): \(reason)" }
+    /// One line for people (``CodedError/message``).
+    public var message: String { reason }
 }

@@ -148,6 +148,12 @@ extension LegacyDFUStateMachine {
                 LegacyDFUError(
                     .timeout, "no answer to Start DFU within \(configuration.eraseTimeout) (the device erases first)",
                     request: .startDFU))
+        case .activating:
+            return fail(
+                LegacyDFUError(
+                    .protocolViolation,
+                    "the device acknowledged Activate and Reset for \(part.name) but did not reset within \(configuration.responseTimeout): the image is not installed",
+                    request: .activateAndReset))
         default:
             return fail(LegacyDFUError(.timeout, "no answer within \(configuration.responseTimeout) \(whereWeAre)"))
         }
@@ -165,9 +171,10 @@ extension LegacyDFUStateMachine {
     mutating func validated(_ status: LegacyStatus) -> [LegacyDFUAction] {
         switch status {
         case .success:
-            step = .activating
-            // The device authorizes the write (Write Response) before it disconnects and installs (on_ble_evt).
-            return [.writeControlPoint(.activateAndReset), .completed]
+            // The device authorizes the write (Write Response) before it disconnects and installs (on_ble_evt); the
+            // reset that installs the image drops the link: that, not the Write Response, says it happened (InfiniTime
+            // ignores Activate out of order without an answer).
+            return request(.activateAndReset, .activating)
         case .crcError:
             configuration.pacing.attemptLost(window: window)
             var reason = "Validate (0x04): CRC error (0x05): the image on the device does not match the init packet"

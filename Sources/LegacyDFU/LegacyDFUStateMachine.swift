@@ -79,6 +79,11 @@ public struct LegacyDFUStateMachine: Sendable {
             guard fired == timer else { return [] }
             return timedOut()
         case .disconnected:
+            if step == .activating {
+                // The device reset to install the image (Activate and Reset was acknowledged).
+                step = .finished
+                return [.completed]
+            }
             return fail(.disconnected, "link lost \(whereWeAre); Legacy DFU sends the image again from zero")
         case .requestNotAcknowledged:
             if step == .activating {

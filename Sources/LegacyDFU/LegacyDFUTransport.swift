@@ -22,7 +22,7 @@ extension LegacyDFUTransport {
 }
 
 /// A transport write failed.
-public struct LegacyTransportError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct LegacyTransportError: CodedError, Sendable {
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -41,9 +41,8 @@ public struct LegacyTransportError: Error, Hashable, Sendable, CustomStringConve
         self.reason = reason
     }
 
-    public static func == (lhs: LegacyTransportError, rhs: LegacyTransportError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "\(code): \(reason)" }
+    /// One line for people (``CodedError/message``).
+    public var message: String { reason }
 }
 
 /// ``LegacyDFUTransport`` over a `GATTClient`: finds the DFU service (`…1530`) with its Control Point (`…1531`), Packet

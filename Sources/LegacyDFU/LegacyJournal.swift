@@ -16,41 +16,103 @@ public struct LegacyJournal: Codable, Hashable, Sendable {
         public var reason: String
         /// Bytes of the part that the lost attempt had sent (sent again by the next one).
         public var bytesResent: Int
+        /// The pacing window (packets) when the attempt lost packets or failed validation, nil when streaming or
+        /// for other restarts: the next attempt slows down from it (``LegacyPacingPolicy/attemptLost(window:)``).
+        public var window: Int?
+        /// Whether the attempt ended because the data did not arrive intact (packets lost, validation failed), so
+        /// the pacing must slow down.
+        public var slowsDown: Bool
 
-        public init(part: Int, code: String, reason: String, bytesResent: Int) {
+        public init(part: Int, code: String, reason: String, bytesResent: Int, window: Int? = nil, slowsDown: Bool = false) {
             self.part = part
             self.code = code
             self.reason = reason
             self.bytesResent = bytesResent
+            self.window = window
+            self.slowsDown = slowsDown
         }
 
         enum CodingKeys: String, CodingKey {
-            case part, code, reason
+            case part, code, reason, window
             case bytesResent = "bytes_resent"
+            case slowsDown = "slows_down"
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            part = try container.decode(Int.self, forKey: .part)
+            code = try container.decode(String.self, forKey: .code)
+            reason = try container.decode(String.self, forKey: .reason)
+            bytesResent = try container.decodeIfPresent(Int.self, forKey: .bytesResent) ?? 0
+            window = try container.decodeIfPresent(Int.self, forKey: .window)
+            slowsDown = try container.decodeIfPresent(Bool.self, forKey: .slowsDown) ?? false
         }
     }
 
     /// The part being sent; the parts before it are installed.
     public var partIndex: Int
     public var restarts: [Restart]
+    /// An attempt started and has not ended in a recorded restart: when the next run finds it so, the previous run
+    /// stopped during the image (killed, crashed, power cut on the host).
+    public var openAttempt: Bool
+    /// Bytes the open attempt had sent at its last checkpoint (what a killed run sent for nothing, at least).
+    public var attemptBytes: Int
 
-    public init(partIndex: Int = 0, restarts: [Restart] = []) {
+    public init(partIndex: Int = 0, restarts: [Restart] = [], openAttempt: Bool = false, attemptBytes: Int = 0) {
         self.partIndex = partIndex
         self.restarts = restarts
+        self.openAttempt = openAttempt
+        self.attemptBytes = attemptBytes
     }
 
     enum CodingKeys: String, CodingKey {
         case partIndex = "part_index"
         case restarts
+        case openAttempt = "open_attempt"
+        case attemptBytes = "attempt_bytes"
     }
 
-    /// Records an attempt at `part` that ended in `error` after `bytesSent` bytes.
-    public mutating func recordRestart(part: Int, error: LegacyDFUError, bytesSent: Int) {
-        restarts.append(Restart(part: part, code: error.code.rawValue, reason: error.reason, bytesResent: bytesSent))
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        partIndex = try container.decodeIfPresent(Int.self, forKey: .partIndex) ?? 0
+        restarts = try container.decodeIfPresent([Restart].self, forKey: .restarts) ?? []
+        openAttempt = try container.decodeIfPresent(Bool.self, forKey: .openAttempt) ?? false
+        attemptBytes = try container.decodeIfPresent(Int.self, forKey: .attemptBytes) ?? 0
+    }
+
+    /// An attempt at `part` starts; one the previous run left open is recorded as a restart (the tool stopped).
+    public mutating func beginAttempt(part: Int) {
+        if openAttempt {
+            restarts.append(
+                Restart(
+                    part: part, code: "killed", reason: "the previous run stopped during the image (killed or crashed)",
+                    bytesResent: attemptBytes))
+        }
+        openAttempt = true
+        attemptBytes = 0
+    }
+
+    /// Records an attempt at `part` that ended in `error` after `bytesSent` bytes (with windows of `window` packets).
+    public mutating func recordRestart(part: Int, error: LegacyDFUError, bytesSent: Int, window: Int? = nil) {
+        let slows = error.code == .bytesLost || error.reason.hasPrefix("Validate")
+        openAttempt = false
+        attemptBytes = 0
+        restarts.append(
+            Restart(part: part, code: error.code.rawValue, reason: error.reason, bytesResent: bytesSent, window: window, slowsDown: slows))
+    }
+
+    /// `policy` slowed down by every attempt at `part` that lost data (the pacing an attempt learned, for the next).
+    public func pacing(_ policy: any LegacyPacingPolicy, for part: Int) -> any LegacyPacingPolicy {
+        var policy = policy
+        for restart in restarts where restart.part == part && restart.slowsDown { policy.attemptLost(window: restart.window) }
+        return policy
     }
 
     /// The part at `index` is installed: the next run starts with the part after it.
-    public mutating func partInstalled(_ index: Int) { partIndex = max(partIndex, index + 1) }
+    public mutating func partInstalled(_ index: Int) {
+        partIndex = max(partIndex, index + 1)
+        openAttempt = false
+    }
 
     public var bytesResent: Int { restarts.reduce(0) { $0 + $1.bytesResent } }
 

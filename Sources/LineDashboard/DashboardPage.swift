@@ -31,6 +31,9 @@ enum DashboardPage {
         <h2>Failures</h2>
         <table id="failures"><thead><tr><th>device</th><th>address</th><th>class</th><th>station</th><th>attempts</th>
         <th>cause</th></tr></thead><tbody></tbody></table>
+        <h2>Recently finished</h2>
+        <table id="recent"><thead><tr><th>device</th><th>address</th><th>class</th><th>status</th><th>station</th>
+        <th>adapter</th><th>attempts</th><th>finished</th></tr></thead><tbody></tbody></table>
         <h2>Devices per hour</h2>
         <div id="overtime"></div>
         </body>
@@ -98,6 +101,10 @@ enum DashboardPage {
               const known = x.exitCode === undefined || x.exitCode === null || cause.includes("[exit ");
               return known ? cause : cause + " [exit " + x.exitCode + "]";
             },
+          ]);
+          fill("recent", s.recent || [], [
+            (x) => x.name, (x) => x.address, (x) => x.className, (x) => x.status, (x) => x.station, (x) => x.adapter,
+            (x) => x.attempts, (x) => x.finishedAt,
           ]);
           const chart = document.getElementById("overtime");
           chart.replaceChildren();

@@ -46,26 +46,6 @@ public enum FileIO {
         }
     }
 
-    /// One read(2) of at most `limit` bytes from a (blocking) descriptor: empty at the end of the file. EINTR is
-    /// retried (Foundation's `FileHandle.availableData` and `readDataToEndOfFile` trap on it).
-    public static func readSome(_ fd: CInt, limit: Int = 65_536) throws(Errno) -> [UInt8] {
-        var chunk = [UInt8](repeating: 0, count: max(1, limit))
-        let count = try chunk.withUnsafeMutableBytes { raw in
-            valueOrErrno { system_read(fd, raw.baseAddress, raw.count) }
-        }.get()
-        return Array(chunk[0..<count])
-    }
-
-    /// Everything a (blocking) descriptor gives until its end (a pipe: until every writer has closed it).
-    public static func readToEnd(_ fd: CInt) throws(Errno) -> [UInt8] {
-        var content: [UInt8] = []
-        while true {
-            let chunk = try readSome(fd)
-            if chunk.isEmpty { return content }
-            content += chunk
-        }
-    }
-
     /// Writes a file atomically: a temporary file in the same directory, then rename(2) over `path`.
     public static func writeAtomically(_ path: String, _ bytes: [UInt8], temporaryPath: String) throws(Errno) {
         let fd = try create(temporaryPath)

@@ -126,6 +126,10 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
                 event = .disconnected
             }
             if Task.isCancelled { event = .cancelled }
+            // Timers count from the moment the machine decided, not from when the actions before them finished: a
+            // request's timeout starts when the request goes out (its Write Response may take a while), so how long
+            // the host took to get there never stretches it.
+            let decided = clock.now
             for action in machine.handle(event) {
                 switch action {
                 case .writeControlPoint(let request):
@@ -154,7 +158,7 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
                     }
                     pending.append(failed ? .disconnected : .packetsSent)
                 case .startTimer(let timer, let duration):
-                    let deadline = clock.now.advanced(by: duration)
+                    let deadline = decided.advanced(by: duration)
                     guard timers.arm(timer, at: deadline) else { break }
                     timerTask?.cancel()
                     timerTask = Task { [clock] in

@@ -20,7 +20,7 @@ public enum VirtualLinkSecurityMessage {
     }
 
     /// Starts with the message's two bytes (a malformed one is dropped, not handed to ATT).
-    static func isControl(_ bytes: [UInt8]) -> Bool { bytes.count >= 2 && bytes[0] == opcode && bytes[1] == kind }
+    @Sendable static func isControl(_ bytes: [UInt8]) -> Bool { bytes.count >= 2 && bytes[0] == opcode && bytes[1] == kind }
 }
 
 /// One end of a virtual radio link with a security level: wraps the connection's bearer, takes the link security
@@ -65,15 +65,19 @@ public final class VirtualSecureLink: ATTBearer {
     public func receive() async throws(BearerError) -> [UInt8] {
         while true {
             let pdu = try await base.receive()
-            if try await !consumed(pdu) { return pdu }
+            guard VirtualLinkSecurityMessage.isControl(pdu) else { return pdu }
+            try await consume(pdu)
         }
     }
 
     public func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]] {
         while true {
+            let batch = try await base.receive(upTo: maximumCount)
+            // The common case, no security message in the batch, passes it through untouched.
+            guard batch.contains(where: VirtualLinkSecurityMessage.isControl) else { return batch }
             var kept: [[UInt8]] = []
-            for pdu in try await base.receive(upTo: maximumCount) where try await !consumed(pdu) {
-                kept.append(pdu)
+            for pdu in batch {
+                if VirtualLinkSecurityMessage.isControl(pdu) { try await consume(pdu) } else { kept.append(pdu) }
             }
             if !kept.isEmpty { return kept }
         }
@@ -119,10 +123,9 @@ public final class VirtualSecureLink: ATTBearer {
         return reached
     }
 
-    /// Handles a link security message; false for an ATT PDU.
-    private func consumed(_ pdu: [UInt8]) async throws(BearerError) -> Bool {
-        guard VirtualLinkSecurityMessage.isControl(pdu) else { return false }
-        guard let level = VirtualLinkSecurityMessage.decode(pdu) else { return true }
+    /// Handles a link security message (a malformed one is dropped).
+    private func consume(_ pdu: [UInt8]) async throws(BearerError) {
+        guard let level = VirtualLinkSecurityMessage.decode(pdu) else { return }
         switch role {
         case .central:
             state.withLock { $0.level = level }
@@ -134,7 +137,6 @@ public final class VirtualSecureLink: ATTBearer {
             }
             try await base.send(VirtualLinkSecurityMessage.encode(granted))
         }
-        return true
     }
 
     private func answer(_ level: LinkSecurityLevel?, id: UInt64? = nil) {

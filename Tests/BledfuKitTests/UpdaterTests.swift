@@ -95,13 +95,13 @@ enum KitFixture {
     @Test func unknownFamilyIsRefused() async throws {
         let adapter = VirtualDeviceAdapter(devices: [VirtualDevice(profile: KitFixture.profile(), clock: ContinuousClock())])
         var request = KitFixture.request(try KitFixture.package())
-        request.family = .legacy
+        request.family = DFUFamilyID("zigbee")
         do {
             _ = try await Updater(adapter: adapter, clock: ManualClock()).update(request)
             Issue.record("updated with an unknown family")
         } catch {
             #expect(error.code == .unknownFamily)
-            #expect(error.message == "no family 'legacy' is registered (available: secure, smp)")
+            #expect(error.message == "no family 'zigbee' is registered (available: secure, legacy, smp)")
         }
         #expect(adapter.connectionCount == 0)
     }

@@ -1,6 +1,7 @@
 import DFUSimulator
 import Foundation
 import MCUbootImage
+import MCUmgr
 import Testing
 
 /// One batch plan, two families: Secure DFU sensors and MCUmgr SMP sensors on one radio, each class with its

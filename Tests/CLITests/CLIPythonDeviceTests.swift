@@ -1,4 +1,5 @@
 import Foundation
+import PlatformIO
 import Testing
 
 /// `bledfu` against tools/example-virtual-device.py: the virtual radio spec (docs/virtual-radio.md) proven by a
@@ -103,7 +104,7 @@ import Testing
         process.standardError = FileHandle.nullDevice
         process.environment = ["HOME": NSTemporaryDirectory()]
         try process.run()
-        let text = String(decoding: CLIRunner.readAll(out), as: UTF8.self)
+        let text = String(decoding: Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
         process.waitUntilExit()
         let rows = text.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
         // Exchange MTU request and response, then Read Request on 0x0003 and its response.

@@ -43,19 +43,18 @@ struct CLIRunner {
         process.standardError = err
         try process.run()
         let deadline = Date().addingTimeInterval(timeout)
-        // Drain both pipes while waiting so a chatty child cannot block on a full pipe. PlatformIO's reads retry
-        // EINTR (Foundation's readDataToEndOfFile traps on it); the pipes live until both reads are done.
+        // Drain both pipes while waiting so a chatty child cannot block on a full pipe.
         let group = DispatchGroup()
-        nonisolated(unsafe) var outData: [UInt8] = []
-        nonisolated(unsafe) var errData: [UInt8] = []
+        nonisolated(unsafe) var outData = Data()
+        nonisolated(unsafe) var errData = Data()
         group.enter()
         DispatchQueue.global().async {
-            outData = withExtendedLifetime(out) { (try? FileIO.readToEnd(out.fileHandleForReading.fileDescriptor)) ?? [] }
+            outData = Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? [])
             group.leave()
         }
         group.enter()
         DispatchQueue.global().async {
-            errData = withExtendedLifetime(err) { (try? FileIO.readToEnd(err.fileHandleForReading.fileDescriptor)) ?? [] }
+            errData = Data((try? BlockingRead.toEnd(fd: err.fileHandleForReading.fileDescriptor)) ?? [])
             group.leave()
         }
         while process.isRunning && Date() < deadline { usleep(10_000) }
@@ -68,17 +67,6 @@ struct CLIRunner {
         return Result(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self))
-    }
-
-    /// Everything a child writes into `pipe` until it closes it, read through PlatformIO (EINTR retried: Foundation's
-    /// `readDataToEndOfFile` traps on it).
-    static func readAll(_ pipe: Pipe) -> Data {
-        withExtendedLifetime(pipe) { Data((try? FileIO.readToEnd(pipe.fileHandleForReading.fileDescriptor)) ?? []) }
-    }
-
-    /// One read of what is there (empty at the end), EINTR retried (`availableData` traps on it).
-    static func readSome(_ pipe: Pipe) -> Data {
-        withExtendedLifetime(pipe) { Data((try? FileIO.readSome(pipe.fileHandleForReading.fileDescriptor)) ?? []) }
     }
 
     /// True when this kernel has no AF_BLUETOOTH (as on the build machines).

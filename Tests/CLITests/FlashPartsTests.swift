@@ -57,7 +57,7 @@ import Testing
         defer { simulator.stop() }
 
         let first = try Self.flash(path, simulator, directory)
-        #expect(first.status == 0, "stderr: \(first.stderr)\n\(first.stdout)")
+        #expect(first.status == 0, "stderr: \(first.stderr)\n\(first.stdout)\nsimulator: \(simulator.log())")
         let events = CLIRunner.events(first)
         let uploads = events.filter { $0["state"] as? String == "uploading" }.compactMap { $0["name"] as? String }
         #expect(uploads == ["softdevice_bootloader", "application"], "\(first.stdout)")
@@ -72,7 +72,7 @@ import Testing
         #expect(FlashCampaignSupport.applicationSHA(status) == Self.sha(application.image))
 
         let again = try Self.flash(path, simulator, directory)
-        #expect(again.status == 0, "stderr: \(again.stderr)\n\(again.stdout)")
+        #expect(again.status == 0, "stderr: \(again.stderr)\n\(again.stdout)\nsimulator: \(simulator.log())")
         let skipped = CLIRunner.events(again).filter { $0["event"] as? String == "message" }
             .compactMap { $0["message"] as? String }
         #expect(skipped.contains { $0.contains("softdevice_bootloader") && $0.contains("skipping") }, "\(again.stdout)")
@@ -82,7 +82,7 @@ import Testing
             == Self.sha(application.image))
 
         let scoped = try Self.flash(path, simulator, directory, ["--scope", "application"])
-        #expect(scoped.status == 0, "stderr: \(scoped.stderr)")
+        #expect(scoped.status == 0, "stderr: \(scoped.stderr)\n\(scoped.stdout)\nsimulator: \(simulator.log())")
         let scopedUploads = CLIRunner.events(scoped).filter { $0["state"] as? String == "uploading" }
         #expect(scopedUploads.compactMap { $0["name"] as? String } == ["application"])
         #expect(scopedUploads.first?["parts"] as? Int == 1)
@@ -99,7 +99,7 @@ import Testing
         let before = FlashCampaignSupport.applicationSHA(simulator.status())
 
         let result = try Self.flash(path, simulator, directory, ["--scope", "system"])
-        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.status == 0, "stderr: \(result.stderr)\n\(result.stdout)\nsimulator: \(simulator.log())")
         let uploads = CLIRunner.events(result).filter { $0["state"] as? String == "uploading" }
         #expect(uploads.compactMap { $0["name"] as? String } == ["softdevice_bootloader"])
         var status: [String: Any]?
@@ -122,7 +122,7 @@ import Testing
         let simulator = try FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
         let result = try Self.flash(path, simulator, directory, ["--key", FlashFixture.publicKey.path])
-        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.status == 0, "stderr: \(result.stderr)\n\(result.stdout)\nsimulator: \(simulator.log())")
         let expected = Campaign.expectedImages(system)
         var status: [String: Any]?
         for _ in 0..<300 {

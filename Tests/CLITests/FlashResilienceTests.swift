@@ -1,6 +1,7 @@
 import DFUCore
 import BledfuKit
 import Foundation
+import PlatformIO
 import SecureDFU
 import Testing
 
@@ -79,23 +80,30 @@ import Testing
     }
 
     /// Ctrl-C twice: the first asks for a stop at the next safe point, the second exits at once (130); the journal
-    /// of the executed objects stays for `bledfu resume`.
+    /// of the executed objects stays for `bledfu resume`. The device stalls at its second Execute Data (no answer
+    /// for a minute: `--timeout 30`, asked twice), so the safe point the first Ctrl-C waits for never comes on its own
+    /// and only the second one can end the flash, however late either signal lands.
     @Test func secondInterruptExitsAtOnce() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 96_000)
-        let simulator = try FlashSimulator(directory: directory, speedup: 2)
+        let simulator = try FlashSimulator(
+            directory: directory, speedup: 1000, extraArguments: ["--fault", "stall-at=before-execute-data#2"])
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
         let errors = Pipe()
-        let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state, errors: errors)
+        let output = Pipe()
+        let flash = try FlashFixture.startFlash(
+            package, radio: simulator.radio, state: state, errors: errors, output: output, extra: ["--timeout", "30"])
         defer { if flash.isRunning { flash.terminate() } }
+        let messages = PipeCollector(output)
         for _ in 0..<3000 where JournalFileStore.all(in: state).isEmpty && flash.isRunning { usleep(5_000) }
         flash.interrupt()
-        usleep(20_000)
+        // The second Ctrl-C once the first was taken (two signals sent at once may arrive as one).
+        #expect(messages.wait(for: "stopping after the current object", seconds: 60), "\(messages.collected)")
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: CLIRunner.readAll(errors), as: UTF8.self)
+        let stderr = String(decoding: Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu: interrupted"), "\(stderr)")
         #expect(!JournalFileStore.all(in: state).isEmpty)
@@ -153,7 +161,7 @@ import Testing
                 "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device, "--json",
                 "--state-dir", directory.appendingPathComponent("state").path, "--unique-name",
             ], timeout: 60)
-        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.status == 0, "stderr: \(result.stderr)\n\(result.stdout)\nsimulator: \(simulator.log())")
         let events = CLIRunner.events(result)
         #expect(!events.contains { $0["event"] as? String == "warning" }, "\(result.stdout)")
         let found = events.first { $0["state"] as? String == "found" }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import PlatformIO
+import Synchronization
 import Testing
 
 @testable import BledfuCLI
@@ -96,13 +98,15 @@ enum FlashFixture {
 
     /// Starts `bledfu flash PACKAGE` against the simulator's radio with its journal in `state`; standard output
     /// goes nowhere, standard error to `errors` when given.
-    static func startFlash(_ package: String, radio: String, state: URL, errors: Pipe? = nil) throws -> Process {
+    static func startFlash(
+        _ package: String, radio: String, state: URL, errors: Pipe? = nil, output: Pipe? = nil, extra: [String] = []
+    ) throws -> Process {
         let flash = Process()
         flash.executableURL = CLIRunner.binary
         flash.arguments = [
             "flash", package, "--adapter", "virtual:\(radio)", "--device", device, "--state-dir", state.path,
-        ]
-        flash.standardOutput = FileHandle.nullDevice
+        ] + extra
+        flash.standardOutput = output ?? FileHandle.nullDevice
         flash.standardError = errors ?? FileHandle.nullDevice
         try flash.run()
         return flash
@@ -146,7 +150,7 @@ extension CLIRunner {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        let data = CLIRunner.readAll(pipe)
+        let data = Data((try? BlockingRead.toEnd(fd: pipe.fileHandleForReading.fileDescriptor)) ?? [])
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
     }
@@ -156,5 +160,37 @@ extension CLIRunner {
         result.lines.compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         }
+    }
+}
+
+/// Collects what a child writes to a pipe, on a thread of its own (a blocking read never holds up the test).
+final class PipeCollector: Sendable {
+    private final class Box: Sendable {
+        let text = Mutex("")
+    }
+
+    private let box = Box()
+
+    init(_ pipe: Pipe) {
+        let reader = pipe.fileHandleForReading
+        Thread { [box] in
+            while true {
+                let chunk = Data((try? BlockingRead.chunk(fd: reader.fileDescriptor)) ?? [])
+                if chunk.isEmpty { return }
+                box.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+        }.start()
+    }
+
+    var collected: String { box.text.withLock { $0 } }
+
+    /// Waits (bounded, `seconds`) until the output contains `needle`; returns whether it did.
+    func wait(for needle: String, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if collected.contains(needle) { return true }
+            usleep(5_000)
+        }
+        return collected.contains(needle)
     }
 }

@@ -1,6 +1,7 @@
 import DFUCore
 import BledfuKit
 import Foundation
+import PlatformIO
 import SecureDFU
 import Testing
 
@@ -87,7 +88,7 @@ import Testing
         #expect(!journals.isEmpty, "no journal appeared")
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: CLIRunner.readAll(errors), as: UTF8.self)
+        let stderr = String(decoding: Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu resume --device \(FlashFixture.device)"))
         #expect(!JournalFileStore.all(in: state).isEmpty)
@@ -113,18 +114,18 @@ import Testing
         #expect(result.errorLines.count == 1)
     }
 
-    /// `--family` names a family the updater must know: with only Secure DFU registered, `legacy` is refused in one
-    /// line (a usage error) before anything connects.
+    /// `--family` names a family the updater must know: another one is refused in one line (a usage error) before
+    /// anything connects.
     @Test func unknownFamilyIsAUsageError() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 1000)
         let result = try CLIRunner.run([
             "flash", package, "--adapter", "virtual:\(directory.path)", "--device", FlashFixture.device,
-            "--family", "legacy",
+            "--family", "zigbee",
         ])
         #expect(result.status == BledfuExit.usage, "exit \(result.status): \(result.stderr)")
-        #expect(result.errorLines == ["bledfu: error: no family 'legacy' is registered (available: secure, smp)"])
+        #expect(result.errorLines == ["bledfu: error: no family 'zigbee' is registered (available: secure, legacy, smp)"])
     }
 
     @Test func helpDocumentsTheDFUExitCodes() throws {

@@ -7,7 +7,7 @@ import Testing
 /// virtual radio that all of them see, real simulators, one station killed with SIGKILL mid-run.
 @Suite(.serialized, .enabled(if: TestLineDatabase.enabled, TestLineDatabase.skipReason))
 struct LineCLITests {
-    /// 3 stations, 24 devices of two classes, station 2 killed (SIGKILL) while it has devices in flight. The other
+    /// 3 stations, 25 devices of two classes, station 2 killed (SIGKILL) while it has devices in flight. The other
     /// two take its devices over when its lease runs out; afterwards every device runs the new image, has exactly one
     /// final record, and the simulator's log (which process connected to which device) shows that no device was
     /// worked on by two stations: per device, the connecting stations never alternate, and the only hand-over is
@@ -16,9 +16,12 @@ struct LineCLITests {
         let line = try BatchLine()
         defer { line.cleanUp() }
         let database = try await TestLineDatabase()
-        try line.simulate(["bracelet:12", "sensor:12"], ["--json"], speedup: 6)
-        try line.waitForDevices(24)
-        let plan = try line.writePlan(expect: 24, connections: 2)
+        // 12 bracelets, 12 sensors, and one more bracelet whose advertised (and GATT) name is markup: the dashboard
+        // must show it as text. One simulator: its log names every link's process.
+        let hostile = try line.profile("bracelet", name: Self.hostileName, address: "C6:05:04:03:40:01", file: "hostile.json")
+        try line.simulate(["bracelet:12", "sensor:12", hostile], ["--json"], speedup: 6)
+        try line.waitForDevices(25)
+        let plan = try line.writePlan(expect: 25, connections: 2)
         var stations: [StationProcess] = []
         for index in 1...3 {
             let state = line.state.appendingPathComponent("s\(index)")
@@ -50,8 +53,9 @@ struct LineCLITests {
         let records = try await log.devices(batch: "line")
         let attempts = try await log.attempts(batch: "line")
         await log.close()
-        #expect(records.count == 24)
-        #expect(Set(records.map(\.address)).count == 24)
+        #expect(records.count == 25)
+        #expect(Set(records.map(\.address)).count == 25)
+        #expect(records.contains { $0.name == Self.hostileName }, "the markup name was recorded as the device gave it")
         // A device whose update the killed station's child completed just before the kill is found at the target
         // version by the station that takes it over, and recorded as skipped: it is never updated twice.
         for record in records {
@@ -90,7 +94,7 @@ struct LineCLITests {
             let station = pids[link.pid] ?? link.parent.flatMap { pids[$0] } ?? "unknown pid \(link.pid) parent \(link.parent ?? -1)"
             byDevice[link.identity, default: []].append((station, link.micros))
         }
-        #expect(byDevice.count == 24)
+        #expect(byDevice.count == 25)
         var handedOver = 0
         for (device, connections) in byDevice {
             let order = connections.sorted { $0.micros < $1.micros }
@@ -112,17 +116,40 @@ struct LineCLITests {
         #expect(status.status == 0, "\(status.stderr)")
         #expect(status.stdout.contains("stations: 0 alive of 3"), "\(status.stdout)")
         let done = records.filter { $0.status == .done }.count
-        #expect(status.stdout.contains("devices: 24: done \(done), skipped \(24 - done), failed 0, in flight 0, pending 0"), "\(status.stdout)")
+        #expect(status.stdout.contains("devices: 25: done \(done), skipped \(25 - done), failed 0, in flight 0, pending 0"), "\(status.stdout)")
         #expect(status.stdout.contains("yield 100.0 %"), "\(status.stdout)")
         #expect(!status.stdout.contains(database.base.password ?? "\u{0}"), "no password")
         let lineCSV = try CLIRunner.run(["batch", "report", "--db", database.url])
-        #expect(lineCSV.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == 25)
+        #expect(lineCSV.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == 26)
         let mine = try CLIRunner.run(["batch", "report", "--db", database.url, "--station", "s1", "--format", "json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(mine.stdout.utf8)) as? [String: Any])
         let devices = try #require(object["devices"] as? [[String: Any]])
         #expect(devices.count == records.filter { $0.station == "s1" }.count && !devices.isEmpty)
         #expect(devices.allSatisfy { (($0["record"] as? [String: Any])?["station"] as? String) == "s1" })
+        if BrowserSession.available { try checkDashboard(database.url, done: done) }
         await database.drop()
+    }
+
+    static let hostileName = "Bracelet<script>x</script>"
+
+    /// The dashboard on the line the stations left: its counts are the database's, the three stations are listed,
+    /// and the device that advertised markup as its name is shown as those characters.
+    func checkDashboard(_ url: String, done: Int) throws {
+        let server = try DashboardServer(location: url)
+        defer { server.stop() }
+        let port = try #require(server.waitForPort(), "line serve did not start: \(server.stderr)")
+        let browser = try BrowserSession()
+        defer { browser.close() }
+        try browser.open("http://127.0.0.1:\(port)/")
+        try browser.wait("document.getElementById('count-done').textContent === '\(done)'")
+        #expect(try browser.eval("document.getElementById('count-skipped').textContent") as? String == "\(25 - done)")
+        let stations = try browser.eval("document.querySelector('#stations tbody').innerText") as? String ?? ""
+        #expect(["s1", "s2", "s3"].allSatisfy { stations.contains($0) }, "\(stations)")
+        let names = try browser.eval("Array.from(document.querySelectorAll('#recent tbody tr td:first-child')).map(c => c.textContent)") as? [String] ?? []
+        #expect(names.contains(Self.hostileName), "\(names)")
+        #expect(try browser.eval("document.scripts.length") as? Int == 1)
+        #expect(try browser.eval("document.title") as? String == "bledfu line")
+        try browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent("line-three-stations.png").path)
     }
 
     /// Bad input: a wrong or unreachable database URL, a newer schema, two live stations with one name, and a plan

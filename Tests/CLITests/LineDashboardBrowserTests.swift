@@ -1,5 +1,6 @@
 import Fleet
 import Foundation
+import PlatformIO
 import LineStore
 import Testing
 
@@ -170,7 +171,7 @@ final class BrowserSession {
     func send(_ command: String) throws -> Any? {
         input.fileHandleForWriting.write(Data((command + "\n").utf8))
         while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = CLIRunner.readSome(output)
+            let chunk = Data((try? BlockingRead.chunk(fd: output.fileHandleForReading.fileDescriptor)) ?? [])
             if chunk.isEmpty { throw Failure(description: "tools/browser ended") }
             buffer.append(chunk)
         }

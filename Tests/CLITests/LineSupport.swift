@@ -104,3 +104,17 @@ struct LinkEvent {
         }
     }
 }
+
+extension BatchLine {
+    /// A copy of a profile in Firmware/ with another name and address, stored under `file` (the name may hold any
+    /// characters, markup included).
+    func profile(_ base: String, name: String, address: String, file: String) throws -> String {
+        let url = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/\(base).json")
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        object["name"] = name
+        object["address"] = address
+        let path = directory.appendingPathComponent(file)
+        try JSONSerialization.data(withJSONObject: object).write(to: path)
+        return path.path
+    }
+}

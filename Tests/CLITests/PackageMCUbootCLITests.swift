@@ -1,4 +1,5 @@
 import Foundation
+import PlatformIO
 import Testing
 
 /// `bledfu package inspect|verify|create` on MCUboot images and NCS zips, as a child process.
@@ -74,7 +75,7 @@ import Testing
             let pipe = Pipe()
             process.standardOutput = pipe
             try process.run()
-            let text = String(decoding: CLIRunner.readAll(pipe), as: UTF8.self)
+            let text = String(decoding: Data((try? BlockingRead.toEnd(fd: pipe.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "\(text)")
             #expect(text.contains("3.1.4+15"))

@@ -3,10 +3,10 @@ import Testing
 
 @testable import BledfuCLI
 
-/// Issue 18 point 1, the power-loss case (the engine side is another stream's): a dual-bank nRF5 device that loses
-/// power during an update boots its old application at its original address (`nrf_bootloader.c dfu_enter_check`:
-/// the application is valid, GPREGRET is clear), as the simulator now does. bledfu's reconnect looks only for the
-/// bootloader, so `bledfu flash` ends with exit 43 although `bledfu resume` would finish the job.
+/// Issue 18 point 1, the power-loss case: a dual-bank nRF5 device that loses power during an update boots its old
+/// application at its original address (`nrf_bootloader.c dfu_enter_check`: the application is valid, GPREGRET is
+/// clear), as the simulator does. bledfu's reconnect looks at the application's address too, jumps again and
+/// finishes the update (before, it looked only for the bootloader and ended with exit 43).
 @Suite(.serialized) struct PowerLossReconnectTests {
     @Test func aDualBankDeviceThatLostPowerIsFoundInItsApplication() async throws {
         let directory = try FlashFixture.temporaryDirectory()
@@ -25,9 +25,7 @@ import Testing
         let status = FlashCampaignSupport.status(simulator, address: FlashFixture.device)
         #expect((status?["faults"] as? [[String: Any]])?.first?["kind"] as? String == "power-loss")
         #expect(status?["mode"] as? String == "app")
-        withKnownIssue("issue 18 point 1: after a power loss bledfu looks for the device only at its bootloader address") {
-            #expect(result.status == 0, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
-            #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: sha, attempts: 50)) == sha)
-        }
+        #expect(result.status == 0, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
+        #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: sha, attempts: 50)) == sha)
     }
 }

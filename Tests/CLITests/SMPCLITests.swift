@@ -1,6 +1,7 @@
 import DFUSimulator
 import Foundation
 import MCUbootImage
+import MCUmgr
 import Testing
 
 /// The SMP family through the command line, against `bledfu simulate --device smp-sensor` on a virtual radio: scan
@@ -42,7 +43,10 @@ import Testing
         defer { simulator.cleanUp() }
         let scan = try run(simulator, ["scan", "--duration", "1"])
         #expect(scan.status == 0, "\(scan.stderr)")
-        #expect(scan.lines.contains { $0.hasPrefix(Self.device) && $0.hasSuffix("[smp]") }, "\(scan.stdout)")
+        // "ADDRESS TYPE RSSI FAMILY NAME SERVICES"
+        #expect(
+            scan.lines.contains { $0.hasPrefix(Self.device) && $0.split(separator: " ").dropFirst(4).first == "smp" },
+            "\(scan.stdout)")
         let json = try run(simulator, ["scan", "--duration", "1", "--json"])
         #expect(CLIRunner.events(json).contains { $0["family"] as? String == "smp" }, "\(json.stdout)")
 

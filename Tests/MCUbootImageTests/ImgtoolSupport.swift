@@ -1,4 +1,5 @@
 import Foundation
+import PlatformIO
 import Testing
 
 /// MCUboot's imgtool from PyPI, installed by tools/python-env into .venv-tools (pinned version).
@@ -28,8 +29,8 @@ enum Imgtool {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        let outData = Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? [])
+        let errData = Data((try? BlockingRead.toEnd(fd: err.fileHandleForReading.fileDescriptor)) ?? [])
         process.waitUntilExit()
         return Output(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),

@@ -100,49 +100,88 @@ private let peer = PeerAddress(BluetoothAddress("C0:FF:EE:00:00:01")!, type: .ra
         #expect(calls[7].arguments == [Self.fd, 6, 2])  // SOL_L2CAP, L2CAP_CONNINFO
     }
 
-    /// A failed connect (SO_ERROR) closes the socket and maps errno to one adapter error.
-    @Test(arguments: [
-        (EBUSY, AdapterError.Code.busy), (ETIMEDOUT, .connectionTimeout), (EHOSTDOWN, .adapterDown),
-        (EACCES, .permissionDenied), (ECONNREFUSED, .connectionRefused),
-    ])
-    func connectFailureIsMapped(_ errno: Int32, _ code: AdapterError.Code) async {
-        let mock = SyscallMock(script: [
-            .returns("socket", Self.fd), .returns("bind", 0), .fails("connect", .nowInProgress),
-            .bytes("getsockopt", withUnsafeBytes(of: errno) { Array($0) }), .returns("close", 0),
-        ])
-        let result = await mock.run { () async -> Result<LinkInfo, AdapterError> in
-            do throws(AdapterError) {
-                let options = ConnectOptions(securityLevel: nil, sendBufferBytes: nil)
-                return .success(try await L2CAPConnector.connect(source: nil, adapterName: "hci0", to: peer, options: options).linkInfo)
-            } catch {
-                return .failure(error)
-            }
+    /// HCIGETCONNLIST's answer (`struct hci_conn_list_req`): dev_id u16, conn_num u16, then 16 bytes per link:
+    /// handle u16, bdaddr (LSB first), type u8 (0x80 LE), out u8, state u16, link_mode u32.
+    static func connectionList(_ links: [(BluetoothAddress, le: Bool)]) -> [UInt8] {
+        var bytes: [UInt8] = [0, 0, UInt8(links.count), 0]
+        for (index, link) in links.enumerated() {
+            bytes += [UInt8(0x40 + index), 0x00] + link.0.bytes.reversed() + [link.le ? 0x80 : 0x01, 1, 1, 0, 0, 0, 0, 0]
         }
-        guard case .failure(let error) = result else {
-            Issue.record("connect succeeded")
-            return
-        }
-        #expect(error.code == code)
-        #expect(error.errno == errno)
-        #expect(mock.callNames.last == "close")
-        #expect(mock.violations.isEmpty)
-        // bind to BDADDR_ANY
-        #expect(mock.calls[1].input.map { Array($0[4..<10]) } == [0, 0, 0, 0, 0, 0])
+        return bytes
     }
 
-    @Test func immediateEBUSYFromConnect() async {
-        let mock = SyscallMock(script: [
-            .returns("socket", Self.fd), .returns("bind", 0), .fails("connect", .resourceBusy), .returns("close", 0),
-        ])
-        let result = await mock.run { () async -> AdapterError? in
+    /// Runs a connect whose `connect(2)` fails at once (`immediate`) or whose SO_ERROR is `errno` after the wait; the
+    /// adapter's links (HCIGETCONNLIST) are `links`. Returns the error and the calls made.
+    func failedConnect(errno: Int32, immediate: Bool = false, links: [(BluetoothAddress, le: Bool)] = [])
+        async -> (AdapterError?, [String], [String])
+    {
+        let start: [SyscallMock.Step] =
+            immediate
+            ? [.fails("connect", Errno(rawValue: errno))]
+            : [.fails("connect", .nowInProgress), .bytes("getsockopt", withUnsafeBytes(of: errno) { Array($0) })]
+        let mock = SyscallMock(
+            script: [.returns("socket", Self.fd), .returns("bind", 0)] + start + [
+                .returns("socket", 9998), .bytes("ioctl", Self.connectionList(links)), .returns("close", 0),  // links
+                .returns("close", 0),
+            ])
+        let error = await mock.run { () async -> AdapterError? in
             do throws(AdapterError) {
-                _ = try await L2CAPConnector.connect(source: nil, adapterName: "hci0", to: peer, options: ConnectOptions(sendBufferBytes: nil))
+                let options = ConnectOptions(securityLevel: nil, sendBufferBytes: nil)
+                _ = try await L2CAPConnector.connect(source: nil, adapterName: "hci0", to: peer, options: options)
                 return nil
-            } catch { return error }
+            } catch {
+                return error
+            }
         }
-        #expect(result?.code == .busy)
-        #expect(result?.reason == "another program (usually bluetoothd) already holds the ATT channel of this link")
-        #expect(mock.callNames == ["socket", "bind", "connect", "close"])
+        return (error, mock.callNames, mock.violations)
+    }
+
+    /// A failed connect closes the socket and maps errno, with what the adapter holds, to the real cause
+    /// (many-links.md §2.4: bt_to_errno in net/bluetooth/lib.c).
+    @Test(arguments: [
+        (EBUSY, 0, AdapterError.Code.adapterBusy),  // 0x0C Command Disallowed
+        (ETIMEDOUT, 0, .connectionTimeout),  // the kernel's create-phase timeout
+        (EHOSTDOWN, 0, .adapterDown),
+        (EACCES, 0, .permissionDenied),
+        (ECONNREFUSED, 0, .deviceNotFound),  // never seen during the scan phase (SO_SNDTIMEO, 40 s)
+        (ECONNREFUSED, 2, .noFreeLink),  // 0x0D Limited Resources while the adapter holds links
+        (EMLINK, 0, .noFreeLink),  // 0x09 Connection Limit Exceeded
+        (ENOMEM, 3, .noFreeLink),  // 0x07 Memory Capacity Exceeded
+        (ENOSYS, 0, .connectionTimeout),  // 0x3E Connection Failed to be Established
+        (EPROTO, 1, .adapterBusy),  // an LL error to a second Create Connection
+        (EIO, 1, .adapterBusy),  // 0x03 Hardware Failure to a second Create Connection
+    ])
+    func connectFailureIsMapped(_ errno: Int32, _ links: Int, _ code: AdapterError.Code) async throws {
+        let others = try (0..<links).map { try #require(BluetoothAddress(bytes: [0xC0, 0xFF, 0xEE, 0x00, 0x01, UInt8($0)])) }
+        let (error, calls, violations) = await failedConnect(errno: errno, links: others.map { ($0, le: true) })
+        #expect(error?.code == code, "\(error?.reason ?? "no error")")
+        #expect(error?.errno == errno)
+        #expect(calls == ["socket", "bind", "connect", "waitWritable", "getsockopt", "socket", "ioctl", "close", "close"])
+        #expect(violations.isEmpty)
+    }
+
+    @Test func theMessagesNameTheControllerStatus() async throws {
+        #expect(await failedConnect(errno: EMLINK).0?.reason.contains("HCI 0x09 Connection Limit Exceeded, reported as EMLINK") == true)
+        #expect(await failedConnect(errno: ENOMEM).0?.reason.contains("HCI 0x07 Memory Capacity Exceeded, reported as ENOMEM") == true)
+        #expect(await failedConnect(errno: ENOSYS).0?.reason.contains("HCI 0x3E Connection Failed to be Established") == true)
+        #expect(await failedConnect(errno: EBUSY).0?.reason.contains("HCI 0x0C Command Disallowed") == true)
+        let other = try #require(BluetoothAddress("C0:FF:EE:00:01:00"))
+        let refused = await failedConnect(errno: ECONNREFUSED, links: [(other, le: true)]).0
+        #expect(refused?.reason.contains("hci0 has 1 LE link and its controller refused another") == true)
+    }
+
+    /// EBUSY from `connect()` itself: another program owns CID 4 on an existing link to the peer, or, with no link,
+    /// the adapter advertises while another creation is pending (l2cap_chan_connect → hci_connect_le).
+    @Test func immediateEBUSYTellsItsTwoCausesApart() async throws {
+        let address = try #require(BluetoothAddress("C0:FF:EE:00:00:01"))
+        let (held, calls, violations) = await failedConnect(errno: EBUSY, immediate: true, links: [(address, le: true)])
+        #expect(held?.code == .busy)
+        #expect(held?.reason == "another program (usually bluetoothd) already holds the ATT channel of the link to \(peer) (EBUSY)")
+        #expect(calls == ["socket", "bind", "connect", "socket", "ioctl", "close", "close"])
+        #expect(violations.isEmpty)
+        let (advertising, _, _) = await failedConnect(errno: EBUSY, immediate: true)
+        #expect(advertising?.code == .adapterBusy)
+        #expect(advertising?.reason.contains("hci0 is advertising") == true)
     }
 }
 #endif

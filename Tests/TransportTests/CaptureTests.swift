@@ -106,7 +106,7 @@ import VirtualRadio
         process.standardOutput = output
         process.standardError = Pipe()
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let data = Data((try? BlockingRead.toEnd(fd: output.fileHandleForReading.fileDescriptor)) ?? [])
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in

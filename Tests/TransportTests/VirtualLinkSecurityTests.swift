@@ -8,8 +8,9 @@ import VirtualRadio
 /// Link security on the virtual radio (docs/virtual-radio.md §4.1), over real SEQPACKET socket pairs.
 @Suite("Virtual radio link security")
 struct VirtualLinkSecurityTests {
+    /// A generous answer timeout: under load (two CPU hogs, the whole suite) the answer may wait for a thread.
     func pair(
-        device maximum: LinkSecurityLevel = .medium, timeout: Duration = VirtualSecureLink.defaultTimeout
+        device maximum: LinkSecurityLevel = .medium, timeout: Duration = .seconds(120)
     ) throws -> (VirtualSecureLink, VirtualSecureLink) {
         let (a, b) = try SocketDescriptor.seqPacketPair()
         return (

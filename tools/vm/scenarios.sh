@@ -191,7 +191,43 @@ scenario_unprivileged() {
 	note "scenario unprivileged took $(since "$TS") s"
 }
 
-# ---------------------------------------------------------------- scenario 4: an MCUmgr SMP device (MCUboot)
+# ---------------------------------------------------------------- scenario 4: a Legacy DFU device (nRF5 SDK 11)
+scenario_legacy() {
+	S=/tmp/legacy
+	mkdir -p $S
+	TS=$(up)
+	LAPP=E1:5D:11:51:00:01   # Firmware/sdk11-nrf51.json
+	btmon -w "$OUT/legacy.btsnoop" > /dev/null 2>&1 &
+	MON=$!
+	sleep 0.3
+	bledfu simulate --adapter hci1 --device sdk11-nrf51 --state-dir $S/device --speedup 4 > $S/simulate.log 2>&1 &
+	SIM=$!
+	if ! wait_for 20 grep -q "$LAPP advertising" $S/simulate.log; then
+		fail "legacy: the simulator did not advertise on hci1"; show $S/simulate.log
+		stop_pid $SIM; stop_pid $MON
+		return
+	fi
+	TF=$(up)
+	timeout 150 bledfu flash $FW/samples/sdk11-nrf51-app-v2.zip --adapter hci0 --device "$LAPP" --state-dir $S/journal > $S/flash.txt 2>&1
+	RC=$?
+	if [ $RC = 0 ] && grep -q "family=legacy mode=application" $S/flash.txt && grep -q "family=legacy mode=updater" $S/flash.txt; then
+		pass "legacy: sdk11-nrf51-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s (detected from DFU Version 0.1, legacy buttonless jump, SDK 11 bootloader; $(grep -m1 'average' $S/flash.txt | tr -s ' '))"
+	else
+		fail "legacy: exit code $RC"; show $S/flash.txt; show $S/simulate.log
+	fi
+	STATUS=$(bledfu simulate status --status-dir $S/device/status 2>&1)
+	if echo "$STATUS" | grep -q "app v2"; then
+		pass "legacy: the device reports the new image: $STATUS"
+	else
+		fail "legacy: device status after flash: $STATUS"
+	fi
+	stop_pid $SIM
+	stop_pid $MON
+	for f in $S/*.log $S/*.txt; do cp "$f" "$OUT/legacy-$(basename "$f")" 2>/dev/null; done
+	note "scenario legacy took $(since "$TS") s"
+}
+
+# ---------------------------------------------------------------- scenario 5: an MCUmgr SMP device (MCUboot)
 scenario_smp() {
 	S=/tmp/smp
 	mkdir -p $S
@@ -208,7 +244,7 @@ scenario_smp() {
 		return
 	fi
 	timeout 30 bledfu scan --adapter hci0 --duration 3 > $S/scan.txt 2>&1
-	if grep "$SMP_APP" $S/scan.txt | grep -q "\[smp\]"; then
+	if grep "$SMP_APP" $S/scan.txt | grep -q " smp "; then
 		pass "smp: scan shows the SMP family of $SMP_APP"
 	else
 		fail "smp: scan did not show $SMP_APP as smp"; show $S/scan.txt
@@ -239,8 +275,9 @@ case "${VMTEST_ONLY:-all}" in
 flash) scenario_flash ;;
 resume) scenario_resume ;;
 unprivileged) scenario_unprivileged ;;
+legacy) scenario_legacy ;;
 smp) scenario_smp ;;
-*) scenario_flash; scenario_resume; scenario_unprivileged; scenario_smp ;;
+*) scenario_flash; scenario_resume; scenario_unprivileged; scenario_legacy; scenario_smp ;;
 esac
 
 for p in $PIDS; do kill "$p" 2>/dev/null; done

@@ -3,6 +3,7 @@ import DFUCore
 import DFUPackage
 import Fleet
 import Foundation
+import LegacyDFU
 import MCUbootImage
 import MCUmgr
 import SecureDFU
@@ -58,10 +59,11 @@ enum BatchPlanFiles {
             throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
         }
         guard MCUbootPackage.looksLikeMCUboot(source.bytes) else {
+            // A Secure DFU mode, or a Legacy DFU one (the zip serves both families; each flash takes its own).
             do {
-                _ = try PacingPolicies.parse(mode)
+                if (try? LegacyPacingPolicies.parse(mode)) == nil { _ = try PacingPolicies.parse(mode) }
             } catch {
-                throw CLIError("\(mode) is not a Secure DFU mode: \(error)", exitCode: BledfuExit.usage)
+                throw CLIError("\(mode) is not a Secure or Legacy DFU mode: \(error)", exitCode: BledfuExit.usage)
             }
             return try info(path, keys: keys)
         }
@@ -84,7 +86,7 @@ enum BatchPlanFiles {
             path: path, sha256: source.sha256, targetVersion: nil, totalBytes: plan.parts.reduce(0) { $0 + $1.byteCount })
     }
 
-    /// Loads, verifies (with the plan's keys) and identifies one Secure DFU package.
+    /// Loads, verifies (with the plan's keys) and identifies one Secure or Legacy DFU package.
     static func info(_ path: String, keys: [String]) throws(CLIError) -> PackageInfo {
         let package = try PackageCLI.loadForFlash(path)
         let report = package.verify(keys: try PackageCLI.publicKeysForFlash(keys))
@@ -95,8 +97,11 @@ enum BatchPlanFiles {
         } catch {
             throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
         }
+        // Secure: the init command's fw_version; Legacy: the init packet's application_version (0xFFFFFFFF: none).
+        let application = package.part(.application)
+        let legacyVersion = application?.legacyInit?.applicationVersion.flatMap { $0 == 0xFFFF_FFFF ? nil : $0 }
         return PackageInfo(
-            path: path, sha256: sha, targetVersion: package.part(.application)?.initCommand?.fwVersion,
+            path: path, sha256: sha, targetVersion: application?.initCommand?.fwVersion ?? legacyVersion,
             totalBytes: package.parts.reduce(0) { $0 + $1.image.count })
     }
 }

@@ -67,8 +67,7 @@ struct BenchDevice {
         } catch {
             throw CLIError("cannot run \(executable.path): \(error.localizedDescription)", exitCode: BledfuExit.failure)
         }
-        // PlatformIO's read retries EINTR (readDataToEndOfFile traps on it).
-        let output = withExtendedLifetime(errors) { Data((try? FileIO.readToEnd(errors.fileHandleForReading.fileDescriptor)) ?? []) }
+        let output = Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? [])
         process.waitUntilExit()
         let text = String(decoding: output, as: UTF8.self)
         let last = text.split(separator: "\n").last.map(String.init) ?? ""

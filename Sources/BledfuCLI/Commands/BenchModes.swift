@@ -1,6 +1,7 @@
 import ArgumentParser
 import DFUSimulator
 import Foundation
+import LegacyDFU
 import MCUbootImage
 import MCUmgr
 import SecureDFU
@@ -22,10 +23,12 @@ struct BenchModes: AsyncParsableCommand {
 
             SMP profiles (smp-sensor, smp-bracelet) run the SMP modes (default adaptive, nordic, one-at-a-time, \
             mcumgr-cli): the upload only, against the SMP bound of the same model (pipelined requests of buf_size \
-            bytes); a mode list may mix Secure DFU and SMP modes, each profile runs those of its family.
+            bytes); a mode list may mix families' modes, each profile runs those of its family.
             """
     )
 
+    /// Secure DFU modes; on a Legacy profile (`"family": "legacy"`) the Legacy ones among them run (adaptive, ios,
+    /// android, nrfutil), docs/legacy-dfu.md.
     static let defaultModes = "adaptive,ios,android,nrfutil,seed-pacing,with-response"
 
     @Option(
@@ -81,13 +84,12 @@ struct BenchModes: AsyncParsableCommand {
         guard (1...32).contains(parallel) else { throw ValidationError("--parallel must be 1 to 32") }
         guard checkpointTimeout > 0 else { throw ValidationError("--checkpoint-timeout must be positive") }
         for mode in modeList {
-            do {
-                _ = try PacingPolicies.parse(mode)
-            } catch {
-                // Not a Secure DFU mode: it must be an SMP one.
-                guard SMPPacing.configuration(mode, parameters: nil, mtu: 247) != nil else {
-                    throw ValidationError("--modes: \(error); nor an SMP mode (\(SMPPacing.modes))")
-                }
+            // A mode is Secure DFU's (PacingPolicies), Legacy DFU's (LegacyPacingPolicies: adaptive, prn:N, stream,
+            // ios, android, nrfutil) or SMP's (SMPPacing); each profile runs the modes of its family.
+            guard (try? PacingPolicies.parse(mode)) != nil || (try? LegacyPacingPolicies.parse(mode)) != nil
+                || Self.isSMPMode(mode)
+            else {
+                throw ValidationError("--modes: unknown mode '\(mode)' (SMP modes: \(SMPPacing.modes))")
             }
         }
         _ = try sizeList()
@@ -98,20 +100,20 @@ struct BenchModes: AsyncParsableCommand {
         (modes ?? Self.defaultModes).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
     }
 
-    /// The modes of `--modes` that an SMP profile runs (default: ``BenchSMPRunner/defaultModes``).
+    static func isSMPMode(_ mode: String) -> Bool { SMPPacing.configuration(mode, parameters: nil, mtu: 247) != nil }
+
+    /// The modes of `--modes` that an SMP profile runs (default, or none of them an SMP mode:
+    /// ``BenchSMPRunner/defaultModes``).
     var smpModeList: [String] {
-        guard modes != nil else { return BenchSMPRunner.defaultModes }
-        return modeList.filter { SMPPacing.configuration($0, parameters: nil, mtu: 247) != nil }
+        let listed = modes == nil ? [] : modeList.filter(Self.isSMPMode)
+        return listed.isEmpty ? BenchSMPRunner.defaultModes : listed
     }
 
     /// The modes for `--device`: those of the package's family (an MCUboot image or NCS zip runs the SMP modes).
     func deviceModes(_ package: String) -> [String] {
         let bytes = FileManager.default.contents(atPath: package).map(Array.init) ?? []
-        return MCUbootPackage.looksLikeMCUboot(bytes) ? smpModeList : secureModeList
+        return MCUbootPackage.looksLikeMCUboot(bytes) ? smpModeList : modeList
     }
-
-    /// The modes of `--modes` that a Secure DFU profile runs.
-    var secureModeList: [String] { modeList.filter { (try? PacingPolicies.parse($0)) != nil } }
     var profileList: [String] { profiles.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
 
     func sizeList() throws -> [Int] {
@@ -157,39 +159,43 @@ struct BenchModes: AsyncParsableCommand {
 
     /// The matrix on in-process virtual devices, `--parallel` cells at a time, in matrix order.
     func runVirtual() async throws -> [BenchRun] {
-        enum Target: Sendable {
-            case secure(DeviceProfile, DFUPart)
-            case smp(SMPDeviceProfile, MCUbootImage)
-        }
         struct Job: Sendable {
+            enum Kind: Sendable {
+                case secure(DeviceProfile, DFUPart)
+                case legacy(LegacyDeviceProfile, LegacyPart)
+                case smp(SMPDeviceProfile, MCUbootImage)
+            }
             var index: Int
             var mode: String
             var profileName: String
-            var target: Target
+            var kind: Kind
             var repetition: Int
         }
         let effectiveSpeedup = unthrottled ? Double.infinity : speedup
         var jobs: [Job] = []
         for size in try sizeList() {
             for name in profileList {
-                let target: Target
-                let profileModes: [String]
-                switch try SimulatorProfiles.loadModel(SimulatedDeviceRequest(parsing: name)) {
+                let kind: Job.Kind
+                var modes = modeList
+                switch try SimulatorProfiles.loadAny(SimulatedDeviceRequest(parsing: name)) {
                 case .secure(let loaded):
                     let profile = BenchRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
-                    target = .secure(profile, BenchRunner.part(size: size, profile: profile))
-                    profileModes = secureModeList
+                    kind = .secure(profile, BenchRunner.part(size: size, profile: profile))
+                    modes = modes.filter { (try? PacingPolicies.parse($0)) != nil }
+                case .legacy(let loaded):
+                    let profile = BenchLegacyRunner.benchProfile(loaded, speedup: effectiveSpeedup)
+                    kind = .legacy(profile, BenchLegacyRunner.part(size: size, profile: profile))
+                    modes = modes.filter { (try? LegacyPacingPolicies.parse($0)) != nil }
+                    if modes.isEmpty { modes = BenchLegacyRunner.defaultModes }
                 case .smp(let loaded):
                     let profile = BenchSMPRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
-                    target = .smp(profile, try BenchSMPRunner.image(size: size))
-                    profileModes = smpModeList
-                }
-                guard !profileModes.isEmpty else {
-                    throw CLIError("--modes \(modeList.joined(separator: ",")): none applies to profile \(name)", exitCode: BledfuExit.usage)
+                    kind = .smp(profile, try BenchSMPRunner.image(size: size))
+                    modes = smpModeList
                 }
                 for repetition in 1...self.repeat {
-                    for mode in profileModes {
-                        jobs.append(Job(index: jobs.count, mode: mode, profileName: name, target: target, repetition: repetition))
+                    for mode in modes {
+                        jobs.append(
+                            Job(index: jobs.count, mode: mode, profileName: name, kind: kind, repetition: repetition))
                     }
                 }
             }
@@ -201,11 +207,16 @@ struct BenchModes: AsyncParsableCommand {
             var next = 0
             func add(_ job: Job) {
                 group.addTask {
-                    switch job.target {
+                    switch job.kind {
                     case .secure(let profile, let part):
                         let run = await BenchRunner.run(
                             mode: job.mode, profileName: job.profileName, profile: profile, part: part,
                             repetition: job.repetition, checkpointTimeout: timeout)
+                        return (job.index, run)
+                    case .legacy(let profile, let part):
+                        let run = await BenchLegacyRunner.run(
+                            mode: job.mode, profileName: job.profileName, profile: profile, part: part,
+                            repetition: job.repetition, responseTimeout: timeout)
                         return (job.index, run)
                     case .smp(let profile, let image):
                         let run = await BenchSMPRunner.run(

@@ -144,7 +144,7 @@ func withSMPClient<T: Sendable>(
 ) async throws -> T {
     try await withConnection(options, device) { connection in
         let transport: GATTSMPTransport
-        do {
+        do throws(SMPError) {
             transport = try await GATTSMPTransport.open(client: connection.gatt)
         } catch {
             throw smpFailure(error)
@@ -152,7 +152,7 @@ func withSMPClient<T: Sendable>(
         let client = SMPClient(
             transport: transport, configuration: SMPClientConfiguration(timeout: options.timeoutDuration),
             clock: ContinuousClock())
-        do {
+        do throws(SMPError) {
             return try await body(client)
         } catch {
             throw smpFailure(error)

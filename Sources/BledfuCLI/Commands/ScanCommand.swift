@@ -38,16 +38,16 @@ struct ScanCommand: AsyncParsableCommand {
                         "addressType": advertisement.peer.type.rawValue, "data": advertisement.data.hexString,
                         "services": ad.serviceUUIDs.map(\.description),
                     ]
-                    if let family = AdvertisedFamily.family(ad.serviceUUIDs) { event["family"] = family }
                     if let rssi = advertisement.rssi { event["rssi"] = Int(rssi) }
                     if let name = ad.name { event["name"] = name }
+                    if let family = Self.family(ad.serviceUUIDs) { event["family"] = family }
                     Console.json(event)
                 } else {
                     let rssi = advertisement.rssi.map { "\($0) dBm" } ?? "? dBm"
                     let services = ad.serviceUUIDs.map(\.description).joined(separator: ",")
-                    let family = AdvertisedFamily.family(ad.serviceUUIDs).map { " [\($0)]" } ?? ""
+                    let family = Self.family(ad.serviceUUIDs) ?? "-"
                     print(
-                        "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(ad.name ?? "(no name)") \(services)\(family)")
+                        "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(family) \(ad.name ?? "(no name)") \(services)")
                 }
             }
         } catch let error as AdapterError {
@@ -55,11 +55,11 @@ struct ScanCommand: AsyncParsableCommand {
         }
         if !options.json { Console.errorRaw("\(count) device(s) found on \(adapter.name)") }
     }
-}
 
-/// The DFU family a device's advertised services suggest (`--family` values). A hint only: `bledfu flash` detects the
-/// family from the GATT services once connected, and devices that advertise no service UUID show none.
-enum AdvertisedFamily {
+    /// The DFU family an advertisement names by its service UUIDs: 8D53DC1D-… MCUmgr SMP (Zephyr's
+    /// CONFIG_MCUMGR_TRANSPORT_BT advertises it when the application puts it in its advertising data), FE59 Secure
+    /// DFU, 00001530-… Legacy DFU (a bootloader, or InfiniTime); nil when it lists none (an application usually
+    /// advertises its own services: `bledfu flash` finds the family once connected).
     static func family(_ services: [BluetoothUUID]) -> String? {
         if services.contains(SMPUUID.service) { return "smp" }
         if services.contains(SecureDFUUUID.service) { return "secure" }

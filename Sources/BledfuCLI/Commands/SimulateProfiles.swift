@@ -27,46 +27,38 @@ struct SimulatedDeviceRequest: Hashable, Sendable {
     var isPath: Bool { name.contains("/") || name.hasSuffix(".json") }
 }
 
-/// One device instance ready to run: its profile after overrides (of its family) and the faults it injects.
-struct SimulatedDeviceSpec: Sendable {
-    /// The device's family and profile (the profile file's `family` key: absent for Secure DFU, `smp`).
-    enum Model: Sendable {
-        case secure(DeviceProfile)
-        case smp(SMPDeviceProfile)
-    }
-
-    var model: Model
-    var faults: FaultPlan
-
-    init(profile: DeviceProfile, faults: FaultPlan) {
-        model = .secure(profile)
-        self.faults = faults
-    }
-
-    init(smp profile: SMPDeviceProfile, faults: FaultPlan) {
-        model = .smp(profile)
-        self.faults = faults
-    }
+/// A simulated device's profile: Secure DFU, Legacy DFU (`"family": "legacy"` in its JSON) or MCUmgr SMP into
+/// MCUboot (`"family": "smp"`).
+enum SimulatedProfile: Sendable {
+    case secure(DeviceProfile)
+    case legacy(LegacyDeviceProfile)
+    case smp(SMPDeviceProfile)
 
     var name: String {
-        switch model {
+        switch self {
         case .secure(let profile): profile.name
+        case .legacy(let profile): profile.name
         case .smp(let profile): profile.name
         }
     }
 
-    /// The identity (application-mode) address: the key of its status and state files.
-    var identity: BluetoothAddress {
-        switch model {
+    var address: BluetoothAddress {
+        switch self {
         case .secure(let profile): profile.address
+        case .legacy(let profile): profile.address
         case .smp(let profile): profile.address
         }
     }
+}
 
-    /// The Secure DFU profile (nil for other families).
-    var profile: DeviceProfile? {
-        if case .secure(let profile) = model { profile } else { nil }
-    }
+/// One device instance ready to run: its profile after overrides and the faults it injects.
+struct SimulatedDeviceSpec: Sendable {
+    var device: SimulatedProfile
+    var faults: FaultPlan
+
+    /// The identity (application-mode) address: the key of its status and state files.
+    var identity: BluetoothAddress { device.address }
+    var name: String { device.name }
 }
 
 /// Profile lookup and command-line overrides for `bledfu simulate`.
@@ -95,39 +87,19 @@ enum SimulatorProfiles {
         return nil
     }
 
-    /// Loads the profile a request names, of the family its `family` key says.
-    static func loadModel(_ request: SimulatedDeviceRequest) throws -> SimulatedDeviceSpec.Model {
-        let (url, data) = try read(request)
-        let family = (try? JSONDecoder().decode(FamilyKey.self, from: data))?.family ?? "secure"
-        do {
-            switch family {
-            case "secure": return .secure(try JSONDecoder().decode(DeviceProfile.self, from: data))
-            case "smp": return .smp(try JSONDecoder().decode(SMPDeviceProfile.self, from: data))
-            default:
-                throw CLIError(
-                    "device profile \(url.path) is a \(family) device, which bledfu simulate does not serve (secure, smp)",
-                    exitCode: BledfuExit.usage)
-            }
-        } catch let error as CLIError {
-            throw error
-        } catch {
-            throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
-        }
-    }
-
-    private struct FamilyKey: Decodable { var family: String? }
-
-    /// Loads the (Secure DFU) profile a request names.
+    /// Loads the Secure DFU profile a request names (a Legacy or SMP profile is refused).
     static func load(_ request: SimulatedDeviceRequest) throws -> DeviceProfile {
-        let (url, data) = try read(request)
-        do {
-            return try JSONDecoder().decode(DeviceProfile.self, from: data)
-        } catch {
-            throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
+        switch try loadAny(request) {
+        case .secure(let profile): return profile
+        case .legacy:
+            throw CLIError("'\(request.name)' is a Legacy DFU profile; this command takes Secure DFU profiles", exitCode: BledfuExit.usage)
+        case .smp:
+            throw CLIError("'\(request.name)' is an SMP profile; this command takes Secure DFU profiles", exitCode: BledfuExit.usage)
         }
     }
 
-    private static func read(_ request: SimulatedDeviceRequest) throws -> (URL, Data) {
+    /// Loads the profile a request names, of the family its JSON's `family` key says (absent: Secure DFU).
+    static func loadAny(_ request: SimulatedDeviceRequest) throws -> SimulatedProfile {
         let url: URL
         if request.isPath {
             url = URL(fileURLWithPath: request.name)
@@ -145,7 +117,23 @@ enum SimulatorProfiles {
         } catch {
             throw CLIError("no device profile '\(request.name)' (\(url.path) unreadable)", exitCode: BledfuExit.usage)
         }
-        return (url, data)
+        struct Family: Decodable { var family: String? }
+        let family = (try? JSONDecoder().decode(Family.self, from: data))?.family ?? "secure"
+        do {
+            switch family {
+            case "secure": return .secure(try JSONDecoder().decode(DeviceProfile.self, from: data))
+            case "legacy": return .legacy(try JSONDecoder().decode(LegacyDeviceProfile.self, from: data))
+            case "smp": return .smp(try JSONDecoder().decode(SMPDeviceProfile.self, from: data))
+            default:
+                throw CLIError(
+                    "device profile \(url.path) is of family '\(family)', which bledfu simulate does not serve"
+                        + " (secure, legacy, smp)", exitCode: BledfuExit.usage)
+            }
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
+        }
     }
 
     /// Instance `index` (0-based) of `count`: byte 4 of the address (the second least significant) is increased by
@@ -153,27 +141,42 @@ enum SimulatorProfiles {
     static func instance(_ profile: DeviceProfile, index: Int, of count: Int) -> DeviceProfile {
         guard count > 1 else { return profile }
         var copy = profile
-        var bytes = profile.address.bytes
-        bytes[4] = bytes[4] &+ UInt8(truncatingIfNeeded: index)
-        copy.address = BluetoothAddress(bytes: bytes) ?? profile.address
+        copy.address = instanceAddress(profile.address, index: index)
         copy.name = "\(profile.name)-\(index + 1)"
         return copy
     }
 
-    /// Instance `index` of an SMP profile, as ``instance(_:index:of:)``.
-    static func instance(_ profile: SMPDeviceProfile, index: Int, of count: Int) -> SMPDeviceProfile {
-        guard count > 1 else { return profile }
-        var copy = profile
-        var bytes = profile.address.bytes
+    static func instance(_ profile: SimulatedProfile, index: Int, of count: Int) -> SimulatedProfile {
+        switch profile {
+        case .secure(let secure): return .secure(instance(secure, index: index, of: count))
+        case .legacy(var legacy):
+            guard count > 1 else { return profile }
+            legacy.address = instanceAddress(legacy.address, index: index)
+            legacy.name = "\(legacy.name)-\(index + 1)"
+            return .legacy(legacy)
+        case .smp(var smp):
+            guard count > 1 else { return profile }
+            smp.address = instanceAddress(smp.address, index: index)
+            smp.name = "\(smp.name)-\(index + 1)"
+            return .smp(smp)
+        }
+    }
+
+    static func instanceAddress(_ address: BluetoothAddress, index: Int) -> BluetoothAddress {
+        var bytes = address.bytes
         bytes[4] = bytes[4] &+ UInt8(truncatingIfNeeded: index)
-        copy.address = BluetoothAddress(bytes: bytes) ?? profile.address
-        copy.name = "\(profile.name)-\(index + 1)"
-        return copy
+        return BluetoothAddress(bytes: bytes) ?? address
     }
 
     /// Every address a device may advertise at (application and bootloader mode).
     static func addresses(_ profile: DeviceProfile) -> Set<BluetoothAddress> {
         [profile.address, profile.address.nordicBootloaderAddress]
+    }
+
+    /// An SMP device keeps its address across resets (MCUboot swaps images in place).
+    static func addresses(_ profile: SimulatedProfile) -> Set<BluetoothAddress> {
+        if case .smp = profile { return [profile.address] }
+        return [profile.address, profile.address.nordicBootloaderAddress]
     }
 
     /// Restores the installed images from the state directory's copy of the status file (older state directories;
@@ -198,6 +201,13 @@ enum SimulatorFiles {
     /// "C6-05-04-03-02-01.state.json": a device's flash and bootloader settings (`--state-dir`).
     static func persistentStateName(_ address: BluetoothAddress) -> String {
         address.description.replacingOccurrences(of: ":", with: "-") + ".state.json"
+    }
+
+    /// The Legacy device's flash `--state-dir` kept (nil when absent or unreadable).
+    static func loadLegacyPersistentState(_ identity: BluetoothAddress, from stateDirectory: String) -> LegacyPersistentState? {
+        let path = stateDirectory + "/" + persistentStateName(identity)
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode(LegacyPersistentState.self, from: data)
     }
 
     /// The flash and settings `--state-dir` kept for the device with this identity (nil when absent or unreadable).
@@ -228,18 +238,26 @@ struct ProfileOverrides: Sendable {
     var saveProgress: Bool?
     var speedup: Double?
 
-    /// An SMP device takes `--speedup` and `--public-key` (MCUboot's keys); the Secure DFU options do not apply.
-    func apply(to profile: inout SMPDeviceProfile) throws {
-        let secureOnly: [(String, Bool)] = [
-            ("--hw-version", hwVersion != nil), ("--sd-fwid", softDeviceFWID != nil),
-            ("--app-version", applicationVersion != nil), ("--require-signature", requireSignature != nil),
-            ("--save-progress", saveProgress != nil),
-        ]
-        if let option = secureOnly.first(where: \.1)?.0 {
-            throw CLIError("\(option) is a Secure DFU option; \(profile.name) is an SMP device", exitCode: BledfuExit.usage)
+    /// What applies to a Legacy device: the SoftDevice FWID, the application version, the speedup. An SMP device
+    /// takes `--speedup` and `--public-key` (MCUboot's keys) and refuses the Secure DFU options.
+    func apply(to profile: inout SimulatedProfile) throws {
+        switch profile {
+        case .smp(var smp):
+            try apply(to: &smp)
+            profile = .smp(smp)
+        case .secure(var secure):
+            apply(to: &secure)
+            profile = .secure(secure)
+        case .legacy(var legacy):
+            if let softDeviceFWID { legacy.softDeviceFWID = softDeviceFWID }
+            if let applicationVersion {
+                var image = legacy.installed.application ?? InstalledImage(version: applicationVersion)
+                image.version = applicationVersion
+                legacy.installed.application = image
+            }
+            if let speedup { legacy.speedup = speedup }
+            profile = .legacy(legacy)
         }
-        if let publicKeys { profile.mcuboot.publicKeys = publicKeys }
-        if let speedup { profile.speedup = speedup }
     }
 
     func apply(to profile: inout DeviceProfile) {
@@ -274,13 +292,33 @@ struct ProfileOverrides: Sendable {
 /// `--describe`: a device's profile and its link ceilings.
 enum SimulatorDescription {
     static func emit(_ spec: SimulatedDeviceSpec, json: Bool) {
-        let profile: DeviceProfile
-        switch spec.model {
-        case .secure(let secure): profile = secure
-        case .smp(let smp):
-            SMPSimulatorDescription.emit(smp, json: json)
+        switch spec.device {
+        case .secure(let profile): emit(profile, json: json)
+        case .legacy(let profile): emitLegacy(profile, json: json)
+        case .smp(let profile): SMPSimulatorDescription.emit(profile, json: json)
+        }
+    }
+
+    /// A Legacy profile: kind, chip, banks, buffers, the link and flash ceilings.
+    static func emitLegacy(_ profile: LegacyDeviceProfile, json: Bool) {
+        let ceiling = LinkModel(link: profile.link, flash: profile.flash).ceiling(mtu: 23)
+        if json {
+            Console.jsonLine(LegacyDescribeEvent(name: profile.name, address: profile.address.description, profile: profile))
             return
         }
+        let app = profile.installed.application.map { "app v\($0.version)" } ?? "no app"
+        print(
+            "\(profile.name) \(profile.address) \(profile.addressType) \(profile.chip) Legacy DFU \(profile.kind.rawValue)"
+                + " \(profile.sdkVersion) sd_fwid 0x\(String(profile.softDeviceFWID, radix: 16, uppercase: true))"
+                + " \(profile.dualBank ? "dual" : "single") bank, \(app), bootloader \(profile.bootloaderName)")
+        print(
+            "  link: \(profile.link.phy) LL \(profile.link.llDataLength) MTU \(profile.link.maxMTU) CI \(profile.link.connectionIntervalMs) ms;"
+                + " \(profile.receiveBuffers) RX buffers, flash queue \(profile.flash.queueDepth), timer \(profile.inactivityTimeoutSeconds) s")
+        print(
+            "  ceiling (20-byte packets): air \(Int(ceiling.airWriteWithoutResponse.rounded())) B/s, flash \(Int(ceiling.flash.rounded())) B/s")
+    }
+
+    static func emit(_ profile: DeviceProfile, json: Bool) {
         let ceiling = LinkModel(profile: profile).ceiling()
         if json {
             let event = DescribeEvent(
@@ -316,6 +354,14 @@ enum SimulatorDescription {
                 + " (air \(Int(ceiling.airWriteWithoutResponse.rounded())), flash \(Int(ceiling.flash.rounded())))"
                 + ", write with response \(Int(ceiling.writeWithResponse.rounded())) B/s")
     }
+}
+
+/// The NDJSON line `--describe --json` prints per Legacy device.
+struct LegacyDescribeEvent: Encodable {
+    var event = "device"
+    var name: String
+    var address: String
+    var profile: LegacyDeviceProfile
 }
 
 /// The NDJSON line `--describe --json` prints per device.

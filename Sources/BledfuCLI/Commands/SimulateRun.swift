@@ -22,7 +22,7 @@ struct SimulateRun: AsyncParsableCommand {
     @Option(
         name: .customLong("device"),
         help: ArgumentHelp(
-            "A profile in Firmware/ (bracelet, sensor, smp-sensor, smp-bracelet) or a profile JSON path, optionally "
+            "A profile in Firmware/ (bracelet, sensor, pinetime, sdk11-nrf52, smp-sensor, smp-bracelet…) or a profile JSON path, optionally "
                 + "with an instance count (sensor:4). Repeatable.", valueName: "name[:count]"))
     var devices: [String] = []
 
@@ -155,32 +155,22 @@ struct SimulateRun: AsyncParsableCommand {
         var used: [BluetoothAddress: String] = [:]
         for text in devices {
             let request = try SimulatedDeviceRequest(parsing: text)
-            let base = try SimulatorProfiles.loadModel(request)
+            let base = try SimulatorProfiles.loadAny(request)
             for index in 0..<request.count {
-                let spec: SimulatedDeviceSpec
-                let addresses: Set<BluetoothAddress>
-                switch base {
-                case .secure(let secure):
-                    var profile = SimulatorProfiles.instance(secure, index: index, of: request.count)
-                    SimulatorProfiles.restore(&profile, from: stateDir)
-                    overrides.apply(to: &profile)
-                    spec = SimulatedDeviceSpec(profile: profile, faults: faults)
-                    addresses = SimulatorProfiles.addresses(profile)
-                case .smp(let smp):
-                    // An SMP device keeps one address; its slots come back from --state-dir when the device is made.
-                    var profile = SimulatorProfiles.instance(smp, index: index, of: request.count)
-                    try overrides.apply(to: &profile)
-                    spec = SimulatedDeviceSpec(smp: profile, faults: faults)
-                    addresses = [profile.address]
+                var profile = SimulatorProfiles.instance(base, index: index, of: request.count)
+                if case .secure(var secure) = profile {
+                    SimulatorProfiles.restore(&secure, from: stateDir)
+                    profile = .secure(secure)
                 }
-                for address in addresses {
+                try overrides.apply(to: &profile)
+                for address in SimulatorProfiles.addresses(profile) {
                     if let other = used[address] {
                         throw CLIError(
-                            "\(spec.name) and \(other) would both use address \(address)", exitCode: BledfuExit.usage)
+                            "\(profile.name) and \(other) would both use address \(address)", exitCode: BledfuExit.usage)
                     }
-                    used[address] = spec.name
+                    used[address] = profile.name
                 }
-                specs.append(spec)
+                specs.append(SimulatedDeviceSpec(device: profile, faults: faults))
             }
         }
         return specs

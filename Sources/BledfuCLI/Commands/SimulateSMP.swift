@@ -86,3 +86,19 @@ struct SMPDescribeEvent: Encodable {
     var ceiling: Ceiling
     var profile: SMPDeviceProfile
 }
+
+extension ProfileOverrides {
+    /// An SMP device takes `--speedup` and `--public-key` (MCUboot's keys); the Secure DFU options do not apply.
+    func apply(to profile: inout SMPDeviceProfile) throws {
+        let secureOnly: [(String, Bool)] = [
+            ("--hw-version", hwVersion != nil), ("--sd-fwid", softDeviceFWID != nil),
+            ("--app-version", applicationVersion != nil), ("--require-signature", requireSignature != nil),
+            ("--save-progress", saveProgress != nil),
+        ]
+        if let option = secureOnly.first(where: \.1)?.0 {
+            throw CLIError("\(option) is a Secure DFU option; \(profile.name) is an SMP device", exitCode: BledfuExit.usage)
+        }
+        if let publicKeys { profile.mcuboot.publicKeys = publicKeys }
+        if let speedup { profile.speedup = speedup }
+    }
+}

@@ -2,6 +2,7 @@ import ArgumentParser
 import BLECore
 import DFUSimulator
 import Foundation
+import MCUmgr
 
 /// `bledfu simulate status`: print the status files of a running (or stopped) simulator.
 struct SimulateStatus: AsyncParsableCommand {
@@ -49,6 +50,16 @@ struct SimulateStatus: AsyncParsableCommand {
         for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
             let identity = BluetoothAddress(String(name.dropLast(".json".count)))
             guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { continue }
+            if let legacy = try? JSONDecoder().decode(LegacyDeviceState.self, from: data), legacy.family == "legacy" {
+                if let wanted, wanted != identity, wanted != BluetoothAddress(legacy.address) { continue }
+                shown += 1
+                if options.json {
+                    Console.jsonLine(LegacyStatusEvent(identity: identity?.description ?? "", state: legacy))
+                } else {
+                    print(Self.summary(legacy, identity: identity))
+                }
+                continue
+            }
             if let smp = try? JSONDecoder().decode(SMPDeviceState.self, from: data), smp.family == "smp" {
                 if let wanted, wanted != identity, wanted != BluetoothAddress(smp.address) { continue }
                 shown += 1
@@ -112,6 +123,18 @@ extension SimulateStatus {
         if let upload = state.upload { line += "; upload \(upload.offset)/\(upload.length)" }
         return line
     }
+
+    static func summary(_ state: LegacyDeviceState, identity: BluetoothAddress?) -> String {
+        let app = state.installed.application.map { "app v\($0.version)" } ?? "no app"
+        let counters = state.counters
+        var line = "\(identity?.description ?? state.address) \(state.name) legacy \(state.kind.rawValue) \(state.mode.rawValue)"
+        line += " at \(state.address)" + (state.connected ? " connected" : " idle") + ", \(app)"
+        line += "; updates \(counters.updatesCompleted), connections \(counters.connections), bytes \(counters.bytesReceived)"
+        line += ", refused \(counters.packetsRefused), resets \(counters.resets), faults \(counters.faultsFired)"
+        let transfer = state.transfer
+        if transfer.state != "idle" { line += "; \(transfer.state) \(transfer.dataReceived)/\(transfer.applicationSize + transfer.softdeviceSize + transfer.bootloaderSize)" }
+        return line
+    }
 }
 
 /// The NDJSON line `simulate status --json` prints per SMP device.
@@ -119,6 +142,13 @@ struct SMPStatusEvent: Encodable {
     var event = "status"
     var identity: String
     var state: SMPDeviceState
+}
+
+/// The NDJSON line `simulate status --json` prints per Legacy device.
+struct LegacyStatusEvent: Encodable {
+    var event = "status"
+    var identity: String
+    var state: LegacyDeviceState
 }
 
 /// The NDJSON line `simulate status --json` prints per device.

@@ -86,4 +86,20 @@ struct bledfu_ucred {
 };
 static const int BLEDFU_SO_PEERCRED = SO_PEERCRED;                /* 17 */
 
+/* ---- HCIGETCONNLIST: the adapter's links (no capability needed). ---- */
+
+static inline unsigned long bledfu_hcigetconnlist(void) BLEDFU_SWIFT("getter:BLEDFU_HCIGETCONNLIST()");
+static inline unsigned long bledfu_hcigetconnlist(void) { return HCIGETCONNLIST; }
+/* hci_conn_info.type of an LE link: the kernel's LE_LINK (include/net/bluetooth/hci.h), not in libbluetooth. */
+static const uint8_t BLEDFU_LE_LINK = 0x80;
+enum { BLEDFU_CONN_LIST_MAX = 32 };
+
+/// `struct hci_conn_list_req` with room for BLEDFU_CONN_LIST_MAX entries (same layout: dev_id@0, conn_num@2,
+/// conn_info@4, 16 bytes each: handle u16, bdaddr, type u8, out u8, state u16, link_mode u32).
+struct bledfu_hci_conn_list {
+    uint16_t dev_id;
+    uint16_t conn_num;
+    struct hci_conn_info conn_info[BLEDFU_CONN_LIST_MAX];
+};
+
 #endif /* BLEDFU_CBLUEZSHIM_H */

@@ -66,8 +66,9 @@ public struct LegacyBootloader: Sendable {
     /// `bootloader_app_is_valid`: bank 0 flagged valid (SDK 11 never stores a real image CRC, so none is checked).
     public var applicationValid: Bool { bank0 == .validApp && installed.application != nil }
 
-    /// The bootloader starts (`dfu_init`): RAM state afresh, the DFU timer running.
-    public mutating func boot(at now: Duration) {
+    /// The bootloader starts (`dfu_init`): RAM state afresh, the DFU timer running (`timer` false: the chip boots
+    /// its application instead, and the bootloader's RAM state is gone).
+    public mutating func boot(at now: Duration, timer: Bool = true) {
         packetType = .invalid
         updateMode = 0
         bytesAccepted = 0
@@ -82,7 +83,7 @@ public struct LegacyBootloader: Sendable {
         initPacket = []
         eraseDoneAt = nil
         flash.powerLoss(now: now)
-        timerDeadline = now + profile.inactivityTimeout
+        timerDeadline = timer ? now + profile.inactivityTimeout : nil
     }
 
     public mutating func handle(_ event: LegacyBootloaderEvent, at now: Duration) -> [LegacyBootloaderAction] {

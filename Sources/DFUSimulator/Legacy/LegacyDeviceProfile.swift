@@ -164,13 +164,13 @@ public struct LegacyDeviceProfile: Codable, Sendable, Hashable {
         return (min(link.maxMTU, 247) - 3) & ~3
     }
 
-    /// `DFU_TIMEOUT_INTERVAL`, divided by a finite speedup (an infinite speedup removes the work, not the timers).
+    /// `DFU_TIMEOUT_INTERVAL`, in real time.
     var inactivityTimeout: Duration { timer(micros: inactivityTimeoutSeconds * 1_000_000) }
 
-    /// A protocol timer of `micros` microseconds: divided by a finite speedup, unchanged by an infinite one.
-    func timer(micros: Double) -> Duration {
-        speedup.isFinite ? scaled(micros: micros) : .nanoseconds(Int64((micros * 1000).rounded()))
-    }
+    /// A protocol timer of `micros` microseconds. The speedup divides the work (air time, flash, processing), not the
+    /// timers a host must beat: a watch that resets its DFU service after 10 s without an access keeps doing so at
+    /// any speedup (divided by 100 it would outrun the host's own scheduling).
+    func timer(micros: Double) -> Duration { .nanoseconds(Int64((micros * 1000).rounded())) }
 
     /// A duration of `micros` microseconds, divided by `speedup`.
     func scaled(micros: Double) -> Duration {

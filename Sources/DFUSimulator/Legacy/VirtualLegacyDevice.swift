@@ -27,6 +27,7 @@ public actor VirtualLegacyDevice {
     var controlPoint: UInt16?
     var wakeTask: Task<Void, Never>?
     var wakeAt: Duration?
+    var packetWrites = 0
     let now: @Sendable () -> Duration
     let sleep: @Sendable (Duration) async -> Void
     let makeServer: @Sendable (GATTDatabase, any ATTBearer, UInt16) -> GATTServer
@@ -93,6 +94,9 @@ public actor VirtualLegacyDevice {
         data += [UInt8(1 + name.count), 0x09] + name
         if mode == .bootloader || profile.kind == .infinitime {
             data += [17, 0x06] + LegacyDFUUUID.service.littleEndian128
+        } else if profile.kind == .sdk11 {
+            // ble_app_hrs advertises Heart Rate, Battery and Device Information (16-bit, complete list).
+            data += [7, 0x03, 0x0D, 0x18, 0x0F, 0x18, 0x0A, 0x18]
         }
         return Advertisement(peer: peer, rssi: -50, data: data)
     }
@@ -195,7 +199,8 @@ public actor VirtualLegacyDevice {
         logger.debug("virtual legacy device resets", metadata: ["sim.into": "\(target)"])
         peerData = false
         mode = profile.kind == .infinitime ? .application : target
-        if mode == .bootloader { bootloader.boot(at: now()) }
+        // RAM starts afresh; the bootloader's timer runs only while it runs.
+        bootloader.boot(at: now(), timer: mode == .bootloader)
         if let deadline = bootloader.nextWake, mode == .bootloader { scheduleWake(deadline) }
     }
 
@@ -237,7 +242,11 @@ public actor VirtualLegacyDevice {
             let notifying = await server.isNotifying(valueHandle: controlPoint ?? 0)
             return await applicationOutcome(application.packetWrite(value, cccdEnabled: notifying), server: server)
         }
-        return await perform(machineEvent(.packetWrite(value, withResponse: withResponse)), server: server)
+        let refusal = await perform(machineEvent(.packetWrite(value, withResponse: withResponse)), server: server)
+        // A status snapshot now and then during the data (the Control Point is quiet then).
+        packetWrites += 1
+        if packetWrites % 32 == 0 { await publish() }
+        return refusal
     }
 
     func applicationOutcome(_ outcome: LegacyApplicationDFU.Outcome, server: GATTServer) async -> ATTErrorCode? {

@@ -1,0 +1,238 @@
+import DFUPackage
+import DFUSimulator
+import Foundation
+import Testing
+
+/// `bledfu simulate` hosting Legacy profiles, and `bledfu flash`/`scan` against them over the virtual radio.
+final class LegacySimulator {
+    let directory: URL
+    let radio: String
+    let statusDirectory: URL
+    private let process = Process()
+
+    /// Starts `bledfu simulate` with the given Legacy profiles; waits (bounded) for their advertisement files.
+    init(profiles: [String], speedup: Int = 100, extraArguments: [String] = []) throws {
+        directory = try FlashFixture.temporaryDirectory()
+        radio = directory.appendingPathComponent("radio").path
+        statusDirectory = directory.appendingPathComponent("status")
+        try FileManager.default.createDirectory(atPath: radio, withIntermediateDirectories: true)
+        process.executableURL = CLIRunner.binary
+        process.arguments =
+            ["simulate", "--adapter", "virtual:\(radio)", "--speedup", "\(speedup)", "--status-dir", statusDirectory.path]
+            + profiles.flatMap { ["--device", $0] } + extraArguments
+        process.currentDirectoryURL = CLIRunner.repositoryRoot
+        let log = directory.appendingPathComponent("simulate.log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        for _ in 0..<1000 {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: radio)) ?? []
+            if names.filter({ $0.hasSuffix(".adv") }).count >= profiles.count { return }
+            if !process.isRunning { break }
+            usleep(10_000)
+        }
+        stop()
+        throw FlashFixture.Failure("the simulator did not advertise")
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The device's status file (`LegacyDeviceState`).
+    func state(_ address: String) throws -> LegacyDeviceState {
+        let path = statusDirectory.appendingPathComponent(address.replacingOccurrences(of: ":", with: "-") + ".json")
+        return try JSONDecoder().decode(LegacyDeviceState.self, from: Data(contentsOf: path))
+    }
+
+    /// Waits (bounded) until `check` holds for the device's status.
+    func wait(_ address: String, attempts: Int = 1000, until check: (LegacyDeviceState) -> Bool) -> LegacyDeviceState? {
+        var last: LegacyDeviceState?
+        for _ in 0..<attempts {
+            last = try? state(address)
+            if let last, check(last) { return last }
+            usleep(10_000)
+        }
+        return last
+    }
+}
+
+@Suite(.serialized) struct LegacyCLITests {
+    static let samples: [(package: String, profile: String, address: String)] = [
+        ("sdk11-nrf51-app-v2.zip", "sdk11-nrf51", "E1:5D:11:51:00:01"),
+        ("sdk11-nrf52-sd-bl-app.zip", "sdk11-nrf52", "E1:5D:11:52:00:01"),
+        ("adafruit-feather52832-app-v2.zip", "adafruit-feather52832", "E4:AD:F5:28:32:01"),
+        ("pinetime-app-v2.zip", "pinetime", "E7:1E:71:3E:00:01"),
+    ]
+
+    static func sample(_ name: String) -> String { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/\(name)").path }
+
+    /// Every Legacy sample onto its profile through `bledfu flash` (family detected, not given), images checked.
+    @Test func everyLegacySampleFlashes() throws {
+        let simulator = try LegacySimulator(profiles: Self.samples.map(\.profile))
+        for sample in Self.samples {
+            let result = try CLIRunner.run(["flash", Self.sample(sample.package), "--adapter", "virtual:\(simulator.radio)", "--device", sample.address])
+            #expect(result.status == 0, "\(sample.package): \(result.stderr)")
+            let package = try FirmwarePackage(contentsOf: URL(fileURLWithPath: Self.sample(sample.package)))
+            let application = try #require(package.part(.application))
+            let state = simulator.wait(sample.address) {
+                $0.mode == .application && $0.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(application.image)
+            }
+            #expect(state?.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(application.image), "\(sample.package)")
+            if let system = package.part(.softdeviceBootloader) {
+                let sd = Int(system.manifestSDSize ?? 0)
+                #expect(state?.installed.softdevice?.sha256 == DFUSimulatorDigest.sha256Hex(Array(system.image.prefix(sd))))
+                #expect(state?.installed.bootloader.sha256 == DFUSimulatorDigest.sha256Hex(Array(system.image.dropFirst(sd))))
+            }
+            #expect((result.stdout + result.stderr).contains("family=legacy"), "\(result.stdout)")
+        }
+    }
+
+    /// `scan` names the family from the advertised services: InfiniTime lists the Legacy DFU service.
+    @Test func scanShowsTheFamily() throws {
+        let simulator = try LegacySimulator(profiles: ["pinetime", "bracelet"])
+        let result = try CLIRunner.run(["scan", "--adapter", "virtual:\(simulator.radio)", "--duration", "1", "--json"])
+        #expect(result.status == 0)
+        let events = CLIRunner.events(result)
+        #expect(events.contains { $0["name"] as? String == "InfiniTime" && $0["family"] as? String == "legacy" })
+        #expect(events.contains { $0["name"] as? String == "Bracelet" && $0["family"] as? String == "secure" })
+    }
+
+    /// A Secure package on a Legacy device: one line naming the cause, the incompatible-package exit code, nothing sent.
+    @Test func securePackageOnALegacyDevice() throws {
+        let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
+        let result = try CLIRunner.run([
+            "flash", Self.sample("bracelet-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device", "E1:5D:11:51:00:01",
+        ])
+        #expect(result.status != 0)
+        #expect(result.errorLines.count == 1, "\(result.stderr)")
+        #expect(result.errorLines.first?.contains("is a Secure DFU package") == true, "\(result.stderr)")
+        #expect(try simulator.state("E1:5D:11:51:00:01").counters.packetsReceived == 0)
+    }
+
+    /// A killed `bledfu flash` (SIGKILL in the middle of the image), then a rerun: the bootloader is still busy with
+    /// the old attempt, is reset, and the image goes again from zero; it ends installed, the summary counts what was
+    /// sent again.
+    @Test func killedFlashThenRerun() throws {
+        let simulator = try LegacySimulator(profiles: ["pinetime"], speedup: 8)
+        let address = "E7:1E:71:3E:00:01"
+        let state = simulator.directory.appendingPathComponent("journals")
+        let package = Self.sample("pinetime-app-v2.zip")
+        let flash = Process()
+        flash.executableURL = CLIRunner.binary
+        flash.arguments = ["flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", address, "--state-dir", state.path]
+        flash.standardOutput = FileHandle.nullDevice
+        flash.standardError = FileHandle.nullDevice
+        try flash.run()
+        let midway = simulator.wait(address, attempts: 3000) { $0.transfer.dataReceived >= 12_000 }
+        kill(flash.processIdentifier, SIGKILL)
+        flash.waitUntilExit()
+        let received = midway?.transfer.dataReceived ?? 0
+        #expect(received >= 12_000 && received < 65536, "killed at \(received)")
+        // `bledfu resume` finds the killed run's journal (saved when the attempt began, and every 8 KiB).
+        let rerun = try CLIRunner.run(
+            ["resume", "--adapter", "virtual:\(simulator.radio)", "--device", address, "--state-dir", state.path, "--json"],
+            timeout: 120)
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        let events = CLIRunner.events(rerun)
+        #expect(events.contains { ($0["message"] as? String)?.contains("busy with an earlier transfer") == true }, "\(rerun.stdout)")
+        // The summary counts what the killed run had sent (at its last journal checkpoint) as sent again.
+        let result = events.last { $0["event"] as? String == "result" }
+        #expect((result?["bytesResent"] as? Int ?? 0) >= 8192, "\(String(describing: result))")
+        let image = try #require(try FirmwarePackage(contentsOf: URL(fileURLWithPath: package)).part(.application)).image
+        let done = simulator.wait(address) { $0.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(image) }
+        #expect(done?.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(image))
+    }
+
+    /// A capture of a Legacy update decodes in tshark: Start DFU (`01 04`) as a Write Request, 20-byte Write Commands
+    /// to the Packet characteristic, `10 01 01` and `10 03 01` as notifications.
+    @Test func captureDecodesInTshark() throws {
+        let tshark = "/usr/bin/tshark"
+        guard FileManager.default.isExecutableFile(atPath: tshark) else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("tshark is missing in CI (tools/setup installs it)") }
+            return
+        }
+        let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
+        let capture = simulator.directory.appendingPathComponent("legacy.btsnoop").path
+        let result = try CLIRunner.run([
+            "flash", Self.sample("sdk11-nrf51-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
+            "E1:5D:11:51:00:01", "--capture", capture,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        // Wireshark's Nordic DFU dissector names every Legacy request and answer.
+        let decoded = try CLIRunner.runTool(tshark, ["-r", capture, "-V"])
+        for line in [
+            "Opcode: Start DFU (1)", "Image Type: Application (0x04)", "Opcode: Initialize DFU Parameters (2)",
+            "Opcode: Packet Receipt Notification Request (8)", "Opcode: Receive Firmware Image (3)",
+            "Opcode: Report Received Image Size (7)", "Opcode: Validate Firmware (4)", "Opcode: Activate Image and Reset (5)",
+            "Request Opcode: Start DFU (1)", "Request Opcode: Validate Firmware (4)", "Response Value: Success (1)",
+            "Opcode: Packet Receipt Notification (17)", "Number of Bytes of Firmware Image Received",
+        ] {
+            #expect(decoded.contains(line), "tshark does not show '\(line)'")
+        }
+        let opcodes = try CLIRunner.runTool(tshark, ["-r", capture, "-T", "fields", "-e", "btatt.opcode"])
+        // 20 684 bytes in 20-byte Write Commands to the Packet characteristic.
+        #expect(opcodes.split(separator: "\n").filter { $0 == "0x52" }.count >= 20_684 / 20)
+    }
+}
+
+/// `bledfu batch` with Secure and Legacy devices in one plan: each device gets the package of its class and its own
+/// family's protocol.
+@Suite struct LegacyBatchTests {
+    @Test func aPlanMixesSecureAndLegacyDevices() throws {
+        let line = try BatchLine()
+        defer { line.cleanUp() }
+        try line.simulate(["bracelet", "sdk11-nrf51", "pinetime"], ["--public-key", FlashFixture.publicKey.path], speedup: 50)
+        try line.waitForDevices(3)
+        let samples = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples").path
+        let plan = line.directory.appendingPathComponent("mixed.yaml")
+        try Data(
+            """
+            adapters:
+              - name: virtual:\(line.radio.path)
+                connections: 3
+            classes:
+              bracelet:
+                package: \(samples)/bracelet-app-v2.zip
+              hrm:
+                package: \(samples)/sdk11-nrf51-app-v2.zip
+              watch:
+                package: \(samples)/pinetime-app-v2.zip
+            devices:
+              - address: C6:05:04:03:02:01
+                class: bracelet
+              - address: E1:5D:11:51:00:01
+                class: hrm
+              - address: E7:1E:71:3E:00:01
+                class: watch
+            flash:
+              reboot_delay: 0.1
+              scan_timeout: 20
+              timeout: 20
+
+            """.utf8
+        ).write(to: plan)
+        let result = try CLIRunner.run(["batch", plan.path, "--json"] + line.batchArguments, timeout: 240)
+        #expect(result.status == 0, "\(result.stderr)")
+        for (address, sample) in [
+            ("C6:05:04:03:02:01", "bracelet-app-v2.zip"), ("E1:5D:11:51:00:01", "sdk11-nrf51-app-v2.zip"),
+            ("E7:1E:71:3E:00:01", "pinetime-app-v2.zip"),
+        ] {
+            let sha = try BatchLine.imageSHA(sample)
+            #expect(BatchLine.applicationSHA(line.waitForApplication(address, sha256: sha) ?? [:]) == sha, "\(address)")
+        }
+        let report = try line.report()
+        #expect(report.count == 3)
+        #expect(report.values.allSatisfy { $0.record["status"] as? String == "done" }, "\(report.mapValues(\.record))")
+    }
+}
