@@ -48,7 +48,11 @@ public enum MCUbootPublicKey {
 
     /// Parses a PEM public key (`PUBLIC KEY`, `RSA PUBLIC KEY`) or the public half of a PEM private key.
     public init(pem: String, name: String = "key") throws(PackageError) {
-        if let key = try? _RSA.Signing.PublicKey(pemRepresentation: pem) {
+        if let numbers = RSAPublicKeyDER.numbers(pem: pem) {
+            // Never `_RSA.Signing.PublicKey(pemRepresentation:)`: it double-frees on failure (RSAPublicKeyDER).
+            guard let key = try? _RSA.Signing.PublicKey(n: numbers.n, e: numbers.e) else {
+                throw PackageError(.invalidKey, "\(name) is an RSA key MCUboot cannot use (2048 or 3072 bits)")
+            }
             self = .rsa(key)
         } else if let key = try? P256.Signing.PublicKey(pemRepresentation: pem) {
             self = .p256(key)
