@@ -168,7 +168,7 @@ class VirtualRadioSMPTransport(SMPTransport):
                 _, _, value = struct.unpack_from("<HBH", rsp, i)
                 if uuid_from_le(rsp[i + 5:i + size]) == characteristic:
                     info = await self._request(struct.pack("<BHH", 0x04, value + 1, end))
-                    if info[0] == 0x04 and info[1] == 1:
+                    if info[0] == 0x05 and info[1] == 1:
                         for j in range(2, len(info) - 3, 4):
                             handle, kind = struct.unpack_from("<HH", info, j)
                             if kind == 0x2902:
