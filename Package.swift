@@ -289,7 +289,7 @@ var targets: [Target] = [
         name: "CLITests",
         dependencies: [
             "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "PlatformIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Fleet", "LineStore",
+            "VirtualRadio", "Fleet", "LineStore", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings

@@ -114,7 +114,7 @@ enum ExitCodeRegistry {
         ExitCodeEntry(
             59, "flash-stalled",
             "`batch`, a device's attempt (its `exit_code` in the log): its `bledfu flash` printed nothing for `flash.stall_timeout` and was killed"),
-        ExitCodeEntry(64, "usage", "bad arguments", ["argument errors", "DFUError.unknown-family"]),
+        ExitCodeEntry(64, "usage", "bad arguments", ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option"]),
         ExitCodeEntry(
             130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable)",
             ["DFUError.stopped", "DFUError.cancelled"]),

@@ -38,6 +38,8 @@ struct FlashSettings: Sendable {
     var verbose = false
     var timeout: Double = 10
     var capture: String?
+    /// Family settings (`smp.confirm`).
+    var settings: [String: String] = [:]
 
     static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
 
@@ -64,7 +66,8 @@ struct FlashSettings: Sendable {
         }
         let options = UpdateOptions(
             scope: scope, verificationKeys: keys, pacing: pacing, responseTimeout: Self.duration(timeout),
-            bootloaderName: bootloaderName, abortOnCancel: abortOnCancel, rebootDelay: Self.duration(rebootDelay))
+            bootloaderName: bootloaderName, abortOnCancel: abortOnCancel, rebootDelay: Self.duration(rebootDelay),
+            settings: settings)
         return UpdateRequest(
             package: package, target: peer, family: family == "auto" ? nil : DFUFamilyID(family), options: options,
             reconnect: ReconnectPolicy(attempts: reconnectAttempts), scanTimeout: Self.duration(scanTimeout),

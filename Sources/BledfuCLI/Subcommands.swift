@@ -13,5 +13,6 @@ extension BledfuCommand {
         LineCommand.self,
         BenchCommand.self,
         ExitCodesCommand.self,
+        ImageCommand.self,
     ]
 }

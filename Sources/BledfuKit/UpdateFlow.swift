@@ -89,7 +89,8 @@ actor UpdateFlow {
         let planned = sessions.filter { $0.planError == nil }
         guard !planned.isEmpty else {
             let errors = sessions.compactMap(\.planError)
-            if let invalid = errors.first(where: { $0.code == .invalidPackage }) { throw invalid }
+            // The package's own family refused it (broken, unverified) or refused an option (`--mode`, a setting).
+            if let invalid = errors.first(where: { $0.code == .invalidPackage || $0.code == .invalidOption }) { throw invalid }
             // Every family says "not mine": a package none of them reads is an invalid package.
             throw DFUError(
                 .invalidPackage, errors.map(\.message).joined(separator: "; "), cause: errors.count == 1 ? errors[0] : nil)

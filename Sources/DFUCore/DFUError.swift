@@ -49,6 +49,9 @@ public struct DFUError: CodedError, Sendable {
         public static let unknownFamily = Code("unknown-family")
         /// The transport failed in a way that is not a plain disconnect (a write error on the host side).
         public static let transport = Code("transport")
+        /// An option the family does not take (a `--mode` of another family, a setting's bad value), refused by
+        /// ``DFUFamily/plan(_:options:)`` before anything connects.
+        public static let invalidOption = Code("invalid-option")
 
         public var description: String { rawValue }
 

@@ -40,11 +40,6 @@ public struct LegacyDFUFamily: DFUFamily {
         guard package.bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) else {
             throw DFUError(.incompatiblePackage, "\(package.fileName) is not a zip archive, not a Legacy DFU package", family: id)
         }
-        do {
-            _ = try LegacyPacingPolicies.parse(options.pacing)
-        } catch {
-            throw DFUError(.incompatiblePackage, "--mode \(options.pacing): \(error)", family: id)
-        }
         let firmware: FirmwarePackage
         do {
             firmware = try FirmwarePackage(bytes: package.bytes)
@@ -56,6 +51,12 @@ public struct LegacyDFUFamily: DFUFamily {
                 .incompatiblePackage,
                 "\(package.fileName) is a Secure DFU package (protobuf init packets), not a Legacy DFU package; build one with `bledfu package create --dfu-ver 0.5`",
                 family: id)
+        }
+        // The package is ours: now the options must be too (a `--mode` of another family is refused here).
+        do {
+            _ = try LegacyPacingPolicies.parse(options.pacing)
+        } catch {
+            throw DFUError(.invalidOption, "--mode \(options.pacing) is not a Legacy DFU mode: \(error)", family: id)
         }
         let report: VerificationReport
         do {

@@ -33,11 +33,14 @@ public struct SMPResume: Codable, Sendable, Hashable {
 }
 
 /// `--mode` for SMP: how the upload paces itself.
-enum SMPPacing {
+public enum SMPPacing {
+    /// The modes, for messages and help.
+    public static let modes = "adaptive, window:N (1-32), one-at-a-time, mcumgr-cli, nordic"
+
     /// adaptive (default): the device's buf_count − 1 in flight, halved on losses; `window:N` fixed; `one-at-a-time`;
     /// `mcumgr-cli` (one at a time, 512-byte SMP packets at most, as newtmgr's findChunkLen); `nordic` (Nordic's
     /// pipelined settings: window 3, buf_size packets, fixed).
-    static func configuration(_ mode: String, parameters: SMPParameters?, mtu: Int)
+    public static func configuration(_ mode: String, parameters: SMPParameters?, mtu: Int)
         -> (upload: SMPUploadConfiguration, packetLimit: Int)?
     {
         let deviceWindow = max(1, (parameters?.bufferCount ?? 2) - 1)
@@ -76,10 +79,7 @@ extension SMPFamily {
         }
         guard var (configuration, limit) = SMPPacing.configuration(update.options.pacing, parameters: parameters, mtu: await link.mtu)
         else {
-            throw DFUError(
-                .incompatiblePackage,
-                "--mode \(update.options.pacing) is not an SMP mode (adaptive, window:N, one-at-a-time, mcumgr-cli, nordic)",
-                family: id)
+            throw DFUError(.invalidOption, "--mode \(update.options.pacing) is not an SMP mode (\(SMPPacing.modes))", family: id)
         }
         configuration.image = part.imageIndex
         limit = max(limit, 64)
@@ -115,10 +115,7 @@ extension SMPFamily {
     public func finish(_ plan: FamilyPlan<SMPPart>, on link: DFULink?, location: DeviceLocation, context: UpdateContext)
         async throws(DFUError) -> FinishOutcome
     {
-        let setting = context.options.settings["smp.confirm"] ?? SMPUpgradeMode.testAndConfirm.rawValue
-        guard let mode = SMPUpgradeMode(rawValue: setting) else {
-            throw DFUError(.incompatiblePackage, "smp.confirm=\(setting): expected test-and-confirm, confirm-only or upload-only", family: id)
-        }
+        let mode = try Self.confirmMode(context.options)
         let images = plan.parts.map(\.updateImage)
         let updater = SMPUpdater(
             configuration: SMPUpdateConfiguration(

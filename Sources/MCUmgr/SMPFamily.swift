@@ -63,6 +63,11 @@ public struct SMPFamily: DFUFamily {
             if keep { parts.append(SMPPart(part)) }
         }
         guard !parts.isEmpty else { throw DFUError(.invalidPackage, "the package has no \(options.scope) image", family: id) }
+        // The package is ours: the options must be too, before anything connects.
+        _ = try Self.confirmMode(options)
+        guard SMPPacing.configuration(options.pacing, parameters: nil, mtu: 247) != nil else {
+            throw DFUError(.invalidOption, "--mode \(options.pacing) is not an SMP mode (\(SMPPacing.modes))", family: id)
+        }
         // System images (the network core) first, as NCS hosts send them.
         return FamilyPlan(family: id, parts: parts.filter { $0.imageIndex != 0 } + parts.filter { $0.imageIndex == 0 })
     }
@@ -85,6 +90,19 @@ public struct SMPFamily: DFUFamily {
         }
         throw first ?? PackageError(.signatureInvalid, "no key verifies the image")
     }
+
+    /// The flow after the upload (`smp.confirm`, `bledfu flash --confirm`).
+    static func confirmMode(_ options: UpdateOptions) throws(DFUError) -> SMPUpgradeMode {
+        let setting = options.settings[SMPFamily.confirmSetting] ?? SMPUpgradeMode.testAndConfirm.rawValue
+        guard let mode = SMPUpgradeMode(rawValue: setting) else {
+            let known = SMPUpgradeMode.allCases.map(\.rawValue).joined(separator: ", ")
+            throw DFUError(.invalidOption, "\(confirmSetting)=\(setting): expected \(known)", family: .smp)
+        }
+        return mode
+    }
+
+    /// The setting that picks the flow after the upload.
+    public static let confirmSetting = "smp.confirm"
 
     // MARK: Detect
 

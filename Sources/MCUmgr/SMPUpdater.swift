@@ -91,6 +91,8 @@ public actor SMPUpdater {
     let now: @Sendable () -> Duration
     var uploader: SMPUploader?
     var stopRequested = false
+    /// The client of the latest connection, closed when a run fails or stops.
+    var latestClient: SMPClient?
 
     public init(
         configuration: SMPUpdateConfiguration = SMPUpdateConfiguration(), clock: some Clock<Duration> = ContinuousClock(),
@@ -113,7 +115,19 @@ public actor SMPUpdater {
         uploader?.requestStop()
     }
 
+    /// Uploads, marks, resets into and confirms `images` (per the mode). A run that fails or is stopped closes its
+    /// link, as a killed tool's ends: the device (smp_bt.c `disconnected()`) drops the requests still queued, so
+    /// none is answered on the next connection.
     public func run(_ images: [SMPUpdateImage]) async throws(SMPError) -> SMPUpdateReport {
+        do throws(SMPError) {
+            return try await steps(images)
+        } catch {
+            await latestClient?.close()
+            throw error
+        }
+    }
+
+    func steps(_ images: [SMPUpdateImage]) async throws(SMPError) -> SMPUpdateReport {
         var report = SMPUpdateReport()
         var (client, parameters) = try await open()
         var state = try await readState(client)
@@ -229,6 +243,7 @@ public actor SMPUpdater {
 
     func open() async throws(SMPError) -> (SMPClient, SMPParameters?) {
         let client = try await connect()
+        latestClient = client
         var parameters: SMPParameters?
         do {
             parameters = try SMPParameters(body: try await client.send(.mcumgrParameters, timeout: .seconds(3), retries: 0))

@@ -64,6 +64,12 @@ public struct SecureDFUFamily: DFUFamily {
         guard !parts.isEmpty else {
             throw DFUError(.invalidPackage, "the package has no \(options.scope) part", family: id)
         }
+        // The package is ours: now the options must be too (a `--mode` of another family is refused here).
+        do {
+            _ = try PacingPolicies.parse(options.pacing)
+        } catch {
+            throw DFUError(.invalidOption, "--mode \(options.pacing) is not a Secure DFU mode: \(error)", family: id)
+        }
         return FamilyPlan(family: id, parts: parts, warnings: firmware.warnings + report.warnings)
     }
 
@@ -128,7 +134,7 @@ public struct SecureDFUFamily: DFUFamily {
         do {
             pacing = try PacingPolicies.parse(options.pacing)
         } catch {
-            throw DFUError(.incompatiblePackage, "--mode \(options.pacing): \(error)", family: id)
+            throw DFUError(.invalidOption, "--mode \(options.pacing) is not a Secure DFU mode: \(error)", family: id)
         }
         let configuration = SecureDFUConfiguration(
             pacing: pacing, checkpointTimeout: options.responseTimeout, abortOnCancel: options.abortOnCancel)

@@ -30,9 +30,11 @@ import Testing
     }
 
     static func request(_ package: PackageSource, device: VirtualSMPDevice, settings: [String: String] = [:]) -> UpdateRequest {
+        // Deadlines only bound a hang: the suite must pass beside CPU hogs on two cores.
         UpdateRequest(
             package: package, target: .address(PeerAddress(device.profile.address, type: .random)),
-            options: UpdateOptions(rebootDelay: .milliseconds(50), settings: settings))
+            options: UpdateOptions(responseTimeout: .seconds(60), rebootDelay: .milliseconds(50), settings: settings),
+            scanTimeout: .seconds(60), connectTimeout: .seconds(60))
     }
 
     @Test func autoDetectedSMPUpdateEndsConfirmed() async throws {

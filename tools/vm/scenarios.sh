@@ -227,12 +227,57 @@ scenario_legacy() {
 	note "scenario legacy took $(since "$TS") s"
 }
 
+# ---------------------------------------------------------------- scenario 5: an MCUmgr SMP device (MCUboot)
+scenario_smp() {
+	S=/tmp/smp
+	mkdir -p $S
+	TS=$(up)
+	SMP_APP=E4:5A:3C:2B:1A:09  # Firmware/smp-sensor.json
+	btmon -w "$OUT/smp.btsnoop" > /dev/null 2>&1 &
+	MON=$!
+	sleep 0.3
+	bledfu simulate --adapter hci1 --device smp-sensor --state-dir $S/device --speedup 4 > $S/simulate.log 2>&1 &
+	SIM=$!
+	if ! wait_for 20 grep -q "$SMP_APP advertising" $S/simulate.log; then
+		fail "smp: the simulator did not advertise on hci1"; show $S/simulate.log
+		stop_pid $SIM; stop_pid $MON
+		return
+	fi
+	timeout 30 bledfu scan --adapter hci0 --duration 3 > $S/scan.txt 2>&1
+	if grep "$SMP_APP" $S/scan.txt | grep -q " smp "; then
+		pass "smp: scan shows the SMP family of $SMP_APP"
+	else
+		fail "smp: scan did not show $SMP_APP as smp"; show $S/scan.txt
+	fi
+	TF=$(up)
+	timeout 150 bledfu flash $FW/samples/smp-sensor-app-v2.bin --adapter hci0 --device "$SMP_APP" \
+		--key $FW/keys/mcuboot-test-key-DO-NOT-USE.pub.pem --state-dir $S/journal > $S/flash.txt 2>&1
+	RC=$?
+	if [ $RC = 0 ] && grep -q "2.0.0, active, confirmed" $S/flash.txt; then
+		pass "smp: smp-sensor-app-v2.bin uploaded, tested, reset into and confirmed over the kernel's L2CAP in $(since "$TF") s ($(grep -m1 'average' $S/flash.txt | tr -s ' '))"
+	else
+		fail "smp: flash exit code $RC"; show $S/flash.txt; show $S/simulate.log
+	fi
+	wait_for 15 links_closed $S/simulate.log
+	timeout 40 bledfu image list --adapter hci0 --device "$SMP_APP" > $S/image.txt 2>&1
+	if head -1 $S/image.txt | grep -q "image 0 slot 0: 2.0.0  active confirmed"; then
+		pass "smp: image list over hci0: $(head -1 $S/image.txt)"
+	else
+		fail "smp: image list"; show $S/image.txt
+	fi
+	stop_pid $SIM
+	stop_pid $MON
+	for f in $S/simulate.log $S/flash.txt $S/image.txt $S/scan.txt; do cp "$f" "$OUT/smp-$(basename "$f")" 2>/dev/null; done
+	note "scenario smp took $(since "$TS") s"
+}
+
 case "${VMTEST_ONLY:-all}" in
 flash) scenario_flash ;;
 resume) scenario_resume ;;
 unprivileged) scenario_unprivileged ;;
 legacy) scenario_legacy ;;
-*) scenario_flash; scenario_resume; scenario_unprivileged; scenario_legacy ;;
+smp) scenario_smp ;;
+*) scenario_flash; scenario_resume; scenario_unprivileged; scenario_legacy; scenario_smp ;;
 esac
 
 for p in $PIDS; do kill "$p" 2>/dev/null; done

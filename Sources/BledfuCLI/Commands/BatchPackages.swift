@@ -4,6 +4,8 @@ import DFUPackage
 import Fleet
 import Foundation
 import LegacyDFU
+import MCUbootImage
+import MCUmgr
 import SecureDFU
 
 /// Loads and checks a plan's packages and keys before anything connects.
@@ -30,16 +32,15 @@ enum BatchPlanFiles {
         for index in plan.classes.indices {
             plan.classes[index].package = resolve(plan.classes[index].package, relativeTo: directory)
         }
-        do {
-            // A Secure DFU mode, or a Legacy DFU one (a plan may mix both families; each flash takes its own).
-            if (try? LegacyPacingPolicies.parse(plan.flash.mode)) == nil { _ = try PacingPolicies.parse(plan.flash.mode) }
-        } catch {
-            throw CLIError("plan \(path): flash.mode: \(error)", exitCode: BatchExit.planInvalid)
-        }
         var packages: [String: PackageInfo] = [:]
         for deviceClass in plan.classes {
             do {
-                packages[deviceClass.name] = try info(deviceClass.package, keys: plan.flash.keys)
+                // One plan may mix families (a Secure DFU class beside an SMP one): each package is read by its
+                // family, which also checks flash.mode (adaptive suits every family).
+                let info = try info(deviceClass.package, keys: plan.flash.keys, mode: plan.flash.mode)
+                packages[deviceClass.name] = info
+            } catch let error where error.exitCode == BledfuExit.usage {
+                throw CLIError("plan \(path): flash.mode: class '\(deviceClass.name)': \(error.message)", exitCode: BatchExit.planInvalid)
             } catch {
                 let planError = PlanError(.badPackage, line: deviceClass.line, "class '\(deviceClass.name)': \(error.message)")
                 throw CLIError("plan \(path): \(planError)", exitCode: BatchExit.planInvalid)
@@ -48,7 +49,44 @@ enum BatchPlanFiles {
         return (plan, packages)
     }
 
-    /// Loads, verifies (with the plan's keys) and identifies one package.
+    /// Loads, verifies (with the plan's keys) and identifies one package, of whichever family reads it; `mode` must
+    /// be one the family takes (a usage error otherwise).
+    static func info(_ path: String, keys: [String], mode: String) throws(CLIError) -> PackageInfo {
+        let source: PackageSource
+        do {
+            source = try PackageSource(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+        }
+        guard MCUbootPackage.looksLikeMCUboot(source.bytes) else {
+            // A Secure DFU mode, or a Legacy DFU one (the zip serves both families; each flash takes its own).
+            do {
+                if (try? LegacyPacingPolicies.parse(mode)) == nil { _ = try PacingPolicies.parse(mode) }
+            } catch {
+                throw CLIError("\(mode) is not a Secure or Legacy DFU mode: \(error)", exitCode: BledfuExit.usage)
+            }
+            return try info(path, keys: keys)
+        }
+        var pems: [String] = []
+        for key in keys {
+            do {
+                pems.append(try PackageKeys.readPEM(URL(fileURLWithPath: key)))
+            } catch {
+                throw PackageCLI.cliError(error)
+            }
+        }
+        let plan: FamilyPlan<SMPPart>
+        do {
+            plan = try SMPFamily().plan(source, options: UpdateOptions(verificationKeys: pems, pacing: mode))
+        } catch {
+            throw CLIError(error.message, exitCode: FlashExit.code(for: error))
+        }
+        // The device reports semantic versions, not the Firmware Revision number the skip rule compares: no target.
+        return PackageInfo(
+            path: path, sha256: source.sha256, targetVersion: nil, totalBytes: plan.parts.reduce(0) { $0 + $1.byteCount })
+    }
+
+    /// Loads, verifies (with the plan's keys) and identifies one Secure or Legacy DFU package.
     static func info(_ path: String, keys: [String]) throws(CLIError) -> PackageInfo {
         let package = try PackageCLI.loadForFlash(path)
         let report = package.verify(keys: try PackageCLI.publicKeysForFlash(keys))

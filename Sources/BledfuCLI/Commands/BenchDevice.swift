@@ -1,5 +1,6 @@
 import DFUPackage
 import Foundation
+import MCUbootImage
 import PlatformIO
 
 /// `bledfu bench --device ADDR --package ZIP`: each mode, `repetitions` times, as a complete `bledfu flash` run (a
@@ -14,8 +15,7 @@ struct BenchDevice {
     var repetitions: Int
 
     func run(_ emit: (BenchRun) -> Void) async throws -> [BenchRun] {
-        let loaded = try PackageCLI.loadForFlash(package)
-        let imageBytes = loaded.parts.reduce(0) { $0 + $1.image.count }
+        let imageBytes = try Self.imageBytes(package)
         let executable = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0]))
         var runs: [BenchRun] = []
         for repetition in 1...repetitions {
@@ -40,6 +40,18 @@ struct BenchDevice {
             }
         }
         return runs
+    }
+
+    /// Image bytes of a Secure DFU zip or an MCUboot image / NCS zip.
+    static func imageBytes(_ path: String) throws -> Int {
+        if let bytes = FileManager.default.contents(atPath: path).map(Array.init), MCUbootPackage.looksLikeMCUboot(bytes) {
+            do {
+                return try MCUbootPackage(bytes: bytes, name: path).parts.reduce(0) { $0 + $1.image.bytes.count }
+            } catch {
+                throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+            }
+        }
+        return try PackageCLI.loadForFlash(path).parts.reduce(0) { $0 + $1.image.count }
     }
 
     /// Runs the child to completion; returns its exit status and the last line it wrote to standard error.

@@ -2,6 +2,8 @@ import ArgumentParser
 import DFUSimulator
 import Foundation
 import LegacyDFU
+import MCUbootImage
+import MCUmgr
 import SecureDFU
 
 /// `bledfu bench` (default subcommand `modes`): every write mode on every link profile and image size, several
@@ -18,6 +20,10 @@ struct BenchModes: AsyncParsableCommand {
             min(air, flash) and the share of it reached, the share of the protocol bound (the ceiling less the \
             Create and Execute round trips of every object), bytes resent, checkpoint answers, failed \
             checkpoints, completed runs and correct images. --out DIR writes results.csv and results.json.
+
+            SMP profiles (smp-sensor, smp-bracelet) run the SMP modes (default adaptive, nordic, one-at-a-time, \
+            mcumgr-cli): the upload only, against the SMP bound of the same model (pipelined requests of buf_size \
+            bytes); a mode list may mix families' modes, each profile runs those of its family.
             """
     )
 
@@ -25,8 +31,12 @@ struct BenchModes: AsyncParsableCommand {
     /// android, nrfutil), docs/legacy-dfu.md.
     static let defaultModes = "adaptive,ios,android,nrfutil,seed-pacing,with-response"
 
-    @Option(name: .long, help: ArgumentHelp("Comma-separated write modes.", valueName: "modes"))
-    var modes = BenchModes.defaultModes
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Comma-separated write modes (default: \(BenchModes.defaultModes); on SMP profiles \(BenchSMPRunner.defaultModes.joined(separator: ","))).",
+            valueName: "modes"))
+    var modes: String?
 
     @Option(
         name: .long,
@@ -74,17 +84,36 @@ struct BenchModes: AsyncParsableCommand {
         guard (1...32).contains(parallel) else { throw ValidationError("--parallel must be 1 to 32") }
         guard checkpointTimeout > 0 else { throw ValidationError("--checkpoint-timeout must be positive") }
         for mode in modeList {
-            // A mode is Secure DFU's (PacingPolicies) or Legacy DFU's (LegacyPacingPolicies: adaptive, prn:N, stream,
-            // ios, android, nrfutil); each profile runs the modes of its family.
-            guard (try? PacingPolicies.parse(mode)) != nil || (try? LegacyPacingPolicies.parse(mode)) != nil else {
-                throw ValidationError("--modes: unknown mode '\(mode)'")
+            // A mode is Secure DFU's (PacingPolicies), Legacy DFU's (LegacyPacingPolicies: adaptive, prn:N, stream,
+            // ios, android, nrfutil) or SMP's (SMPPacing); each profile runs the modes of its family.
+            guard (try? PacingPolicies.parse(mode)) != nil || (try? LegacyPacingPolicies.parse(mode)) != nil
+                || Self.isSMPMode(mode)
+            else {
+                throw ValidationError("--modes: unknown mode '\(mode)' (SMP modes: \(SMPPacing.modes))")
             }
         }
         _ = try sizeList()
         if device != nil, package == nil { throw ValidationError("--device needs --package") }
     }
 
-    var modeList: [String] { modes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    var modeList: [String] {
+        (modes ?? Self.defaultModes).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
+    static func isSMPMode(_ mode: String) -> Bool { SMPPacing.configuration(mode, parameters: nil, mtu: 247) != nil }
+
+    /// The modes of `--modes` that an SMP profile runs (default, or none of them an SMP mode:
+    /// ``BenchSMPRunner/defaultModes``).
+    var smpModeList: [String] {
+        let listed = modes == nil ? [] : modeList.filter(Self.isSMPMode)
+        return listed.isEmpty ? BenchSMPRunner.defaultModes : listed
+    }
+
+    /// The modes for `--device`: those of the package's family (an MCUboot image or NCS zip runs the SMP modes).
+    func deviceModes(_ package: String) -> [String] {
+        let bytes = FileManager.default.contents(atPath: package).map(Array.init) ?? []
+        return MCUbootPackage.looksLikeMCUboot(bytes) ? smpModeList : modeList
+    }
     var profileList: [String] { profiles.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
 
     func sizeList() throws -> [Int] {
@@ -108,7 +137,7 @@ struct BenchModes: AsyncParsableCommand {
         let runs: [BenchRun]
         if let device, let package {
             runs = try await BenchDevice(
-                address: device, package: package, adapter: adapter, modes: modeList, repetitions: self.repeat
+                address: device, package: package, adapter: adapter, modes: deviceModes(package), repetitions: self.repeat
             ).run { emit($0) }
         } else {
             runs = try await runVirtual()
@@ -134,6 +163,7 @@ struct BenchModes: AsyncParsableCommand {
             enum Kind: Sendable {
                 case secure(DeviceProfile, DFUPart)
                 case legacy(LegacyDeviceProfile, LegacyPart)
+                case smp(SMPDeviceProfile, MCUbootImage)
             }
             var index: Int
             var mode: String
@@ -157,6 +187,10 @@ struct BenchModes: AsyncParsableCommand {
                     kind = .legacy(profile, BenchLegacyRunner.part(size: size, profile: profile))
                     modes = modes.filter { (try? LegacyPacingPolicies.parse($0)) != nil }
                     if modes.isEmpty { modes = BenchLegacyRunner.defaultModes }
+                case .smp(let loaded):
+                    let profile = BenchSMPRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
+                    kind = .smp(profile, try BenchSMPRunner.image(size: size))
+                    modes = smpModeList
                 }
                 for repetition in 1...self.repeat {
                     for mode in modes {
@@ -183,6 +217,11 @@ struct BenchModes: AsyncParsableCommand {
                         let run = await BenchLegacyRunner.run(
                             mode: job.mode, profileName: job.profileName, profile: profile, part: part,
                             repetition: job.repetition, responseTimeout: timeout)
+                        return (job.index, run)
+                    case .smp(let profile, let image):
+                        let run = await BenchSMPRunner.run(
+                            mode: job.mode, profileName: job.profileName, profile: profile, image: image,
+                            repetition: job.repetition, timeout: timeout)
                         return (job.index, run)
                     }
                 }

@@ -6,6 +6,7 @@ import BLECore
 import Dispatch
 import Foundation
 import BledfuKit
+import MCUmgr
 import SecureDFU
 
 /// Options shared by `bledfu flash` and `bledfu resume`.
@@ -19,9 +20,19 @@ struct FlashOptions: ParsableArguments {
     @Option(
         name: [.customLong("mode"), .customLong("prn-mode")],
         help: ArgumentHelp(
-            "Pacing: prn:N, checksum:N, object, burst:N:Tms, adaptive, ios, android, nrfutil, seed-pacing, with-response.",
+            """
+            Pacing, checked by the package's family: Secure DFU prn:N, checksum:N, object, burst:N:Tms, adaptive, ios, \
+            android, nrfutil, seed-pacing, with-response; SMP adaptive, window:N, one-at-a-time, mcumgr-cli, nordic.
+            """,
             valueName: "mode"))
     var mode = "adaptive"
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "SMP: after the upload test-and-confirm (default: test, reset, check, confirm), confirm-only or upload-only.",
+            valueName: "flow"))
+    var confirm: String?
 
     @Option(name: .long, help: ArgumentHelp("Where journals are kept (default $XDG_STATE_HOME/bledfu).", valueName: "dir"))
     var stateDir: String?
@@ -52,11 +63,8 @@ struct FlashOptions: ParsableArguments {
     var reconnectAttempts = 5
 
     func validate() throws {
-        do {
-            _ = try PacingPolicies.parse(mode)
-        } catch {
-            throw ValidationError("--mode: \(error)")
-        }
+        // --mode and --confirm are checked by the package's family (its plan), before anything connects.
+        guard !mode.isEmpty else { throw ValidationError("--mode must not be empty") }
         if let security, !(1...4).contains(security) { throw ValidationError("--security must be 1 to 4") }
         if let bootloaderName, bootloaderName.utf8.isEmpty || bootloaderName.utf8.count > 20 {
             throw ValidationError("--bootloader-name must be 1 to 20 bytes")
@@ -81,7 +89,7 @@ struct FlashOptions: ParsableArguments {
             abortOnCancel: abortOnCancel, bootloaderName: name, scanTimeout: scanTimeout, rebootDelay: rebootDelay,
             reconnectAttempts: reconnectAttempts, target: target, addressType: addressType, security: security,
             adapter: global.adapter, json: global.json, verbose: global.verbose, timeout: global.timeout,
-            capture: global.capture)
+            capture: global.capture, settings: confirm.map { [SMPFamily.confirmSetting: $0] } ?? [:])
     }
 }
 
@@ -91,7 +99,7 @@ extension FlashScope: ExpressibleByArgument {}
 struct FlashCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flash",
-        abstract: "Update a device's firmware with a Secure DFU package (buttonless jump, resume, multi-part).",
+        abstract: "Update a device's firmware: a Secure DFU zip, or an MCUboot image / NCS zip over MCUmgr SMP.",
         discussion: """
             Verifies the package first (with --key, its signatures), connects, jumps from the application to the \
             bootloader when needed, and sends the parts in order (system first). A lost link is resumed \
@@ -101,13 +109,15 @@ struct FlashCommand: AsyncParsableCommand {
             \(FlashExit.helpText)
             """)
 
-    @Argument(help: "The DFU package (.zip).") var package: String
+    @Argument(help: "The package: a Secure DFU .zip, an MCUboot .bin/.hex or an NCS dfu_application.zip.") var package: String
     @OptionGroup var options: GlobalOptions
     @Option(name: .long, help: ArgumentHelp("The device address (C0:FF:EE:00:00:01).", valueName: "address"))
     var device: String?
     @Option(name: .long, help: ArgumentHelp("Find the device by advertised name (prefix).", valueName: "name"))
     var name: String?
-    @Option(name: .long, help: "A PEM public (or private) key the package's init packets must verify with (repeatable).")
+    @Option(
+        name: .long,
+        help: "A PEM public (or private) key the package's signatures (init packets, MCUboot images) must verify with (repeatable).")
     var key: [String] = []
     @Option(name: .long, help: "Which parts to send: system, application or all.") var scope: FlashScope = .all
     @OptionGroup var flash: FlashOptions

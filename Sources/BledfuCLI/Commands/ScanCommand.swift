@@ -2,6 +2,7 @@ import ArgumentParser
 import BLECore
 import DFUProtocol
 import LegacyDFU
+import MCUmgr
 
 /// `bledfu scan`: list advertising devices.
 struct ScanCommand: AsyncParsableCommand {
@@ -55,10 +56,12 @@ struct ScanCommand: AsyncParsableCommand {
         if !options.json { Console.errorRaw("\(count) device(s) found on \(adapter.name)") }
     }
 
-    /// The DFU family an advertisement names by its service UUIDs: FE59 Secure DFU, 00001530-… Legacy DFU (a
-    /// bootloader, or InfiniTime); nil when it lists neither (an application usually advertises its own services:
-    /// `bledfu flash` finds the family once connected).
+    /// The DFU family an advertisement names by its service UUIDs: 8D53DC1D-… MCUmgr SMP (Zephyr's
+    /// CONFIG_MCUMGR_TRANSPORT_BT advertises it when the application puts it in its advertising data), FE59 Secure
+    /// DFU, 00001530-… Legacy DFU (a bootloader, or InfiniTime); nil when it lists none (an application usually
+    /// advertises its own services: `bledfu flash` finds the family once connected).
     static func family(_ services: [BluetoothUUID]) -> String? {
+        if services.contains(SMPUUID.service) { return "smp" }
         if services.contains(SecureDFUUUID.service) { return "secure" }
         if services.contains(LegacyDFUUUID.service) { return "legacy" }
         return nil

@@ -29,15 +29,18 @@ struct SimulatedDeviceRequest: Hashable, Sendable {
     var isPath: Bool { name.contains("/") || name.hasSuffix(".json") }
 }
 
-/// A simulated device's profile: Secure DFU, or Legacy DFU (`"family": "legacy"` in its JSON).
+/// A simulated device's profile: Secure DFU, Legacy DFU (`"family": "legacy"` in its JSON) or MCUmgr SMP into
+/// MCUboot (`"family": "smp"`).
 enum SimulatedProfile: Sendable {
     case secure(DeviceProfile)
     case legacy(LegacyDeviceProfile)
+    case smp(SMPDeviceProfile)
 
     var name: String {
         switch self {
         case .secure(let profile): profile.name
         case .legacy(let profile): profile.name
+        case .smp(let profile): profile.name
         }
     }
 
@@ -45,6 +48,7 @@ enum SimulatedProfile: Sendable {
         switch self {
         case .secure(let profile): profile.address
         case .legacy(let profile): profile.address
+        case .smp(let profile): profile.address
         }
     }
 }
@@ -70,6 +74,9 @@ struct SimulatedDeviceSpec: Sendable {
                     profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger, sharedAir: sharedAir)
             case .legacy(let profile):
                 return spec.makeLegacy(profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger)
+            case .smp(let profile):
+                return await SMPSimulator.makeDevice(
+                    profile, faults: spec.faults, reporter: reporter, stateDirectory: stateDirectory)
             }
         }
     }
@@ -124,15 +131,18 @@ enum SimulatorProfiles {
         return nil
     }
 
-    /// Loads the Secure DFU profile a request names (a Legacy profile is refused).
+    /// Loads the Secure DFU profile a request names (a Legacy or SMP profile is refused).
     static func load(_ request: SimulatedDeviceRequest) throws -> DeviceProfile {
-        guard case .secure(let profile) = try loadAny(request) else {
+        switch try loadAny(request) {
+        case .secure(let profile): return profile
+        case .legacy:
             throw CLIError("'\(request.name)' is a Legacy DFU profile; this command takes Secure DFU profiles", exitCode: BledfuExit.usage)
+        case .smp:
+            throw CLIError("'\(request.name)' is an SMP profile; this command takes Secure DFU profiles", exitCode: BledfuExit.usage)
         }
-        return profile
     }
 
-    /// Loads the profile a request names: a Legacy DFU profile when its JSON says `"family": "legacy"`.
+    /// Loads the profile a request names, of the family its JSON's `family` key says (absent: Secure DFU).
     static func loadAny(_ request: SimulatedDeviceRequest) throws -> SimulatedProfile {
         let url: URL
         if request.isPath {
@@ -152,11 +162,19 @@ enum SimulatorProfiles {
             throw CLIError("no device profile '\(request.name)' (\(url.path) unreadable)", exitCode: BledfuExit.usage)
         }
         struct Family: Decodable { var family: String? }
+        let family = (try? JSONDecoder().decode(Family.self, from: data))?.family ?? "secure"
         do {
-            if (try? JSONDecoder().decode(Family.self, from: data))?.family == "legacy" {
-                return .legacy(try JSONDecoder().decode(LegacyDeviceProfile.self, from: data))
+            switch family {
+            case "secure": return .secure(try JSONDecoder().decode(DeviceProfile.self, from: data))
+            case "legacy": return .legacy(try JSONDecoder().decode(LegacyDeviceProfile.self, from: data))
+            case "smp": return .smp(try JSONDecoder().decode(SMPDeviceProfile.self, from: data))
+            default:
+                throw CLIError(
+                    "device profile \(url.path) is of family '\(family)', which bledfu simulate does not serve"
+                        + " (secure, legacy, smp)", exitCode: BledfuExit.usage)
             }
-            return .secure(try JSONDecoder().decode(DeviceProfile.self, from: data))
+        } catch let error as CLIError {
+            throw error
         } catch {
             throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
         }
@@ -180,6 +198,11 @@ enum SimulatorProfiles {
             legacy.address = instanceAddress(legacy.address, index: index)
             legacy.name = "\(legacy.name)-\(index + 1)"
             return .legacy(legacy)
+        case .smp(var smp):
+            guard count > 1 else { return profile }
+            smp.address = instanceAddress(smp.address, index: index)
+            smp.name = "\(smp.name)-\(index + 1)"
+            return .smp(smp)
         }
     }
 
@@ -194,8 +217,10 @@ enum SimulatorProfiles {
         [profile.address, profile.address.nordicBootloaderAddress]
     }
 
+    /// An SMP device keeps its address across resets (MCUboot swaps images in place).
     static func addresses(_ profile: SimulatedProfile) -> Set<BluetoothAddress> {
-        [profile.address, profile.address.nordicBootloaderAddress]
+        if case .smp = profile { return [profile.address] }
+        return [profile.address, profile.address.nordicBootloaderAddress]
     }
 
     /// Restores the installed images from the state directory's copy of the status file (older state directories;
@@ -229,9 +254,16 @@ enum SimulatorFiles {
     static func loadPersistentState(_ identity: BluetoothAddress, from stateDirectory: String)
         -> DevicePersistentState?
     {
+        loadPersistentState(DevicePersistentState.self, identity, from: stateDirectory)
+    }
+
+    /// A device's persistent state of its family's type (SMP: the MCUboot slots).
+    static func loadPersistentState<State: Decodable>(
+        _ type: State.Type, _ identity: BluetoothAddress, from stateDirectory: String
+    ) -> State? {
         let path = stateDirectory + "/" + persistentStateName(identity)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? JSONDecoder().decode(DevicePersistentState.self, from: data)
+        return try? JSONDecoder().decode(State.self, from: data)
     }
 }
 
@@ -246,9 +278,13 @@ struct ProfileOverrides: Sendable {
     var saveProgress: Bool?
     var speedup: Double?
 
-    /// What applies to a Legacy device: the SoftDevice FWID, the application version, the speedup.
-    func apply(to profile: inout SimulatedProfile) {
+    /// What applies to a Legacy device: the SoftDevice FWID, the application version, the speedup. An SMP device
+    /// takes `--speedup` and `--public-key` (MCUboot's keys) and refuses the Secure DFU options.
+    func apply(to profile: inout SimulatedProfile) throws {
         switch profile {
+        case .smp(var smp):
+            try apply(to: &smp)
+            profile = .smp(smp)
         case .secure(var secure):
             apply(to: &secure)
             profile = .secure(secure)
@@ -299,6 +335,7 @@ enum SimulatorDescription {
         switch spec.device {
         case .secure(let profile): emit(profile, json: json)
         case .legacy(let profile): emitLegacy(profile, json: json)
+        case .smp(let profile): SMPSimulatorDescription.emit(profile, json: json)
         }
     }
 

@@ -26,8 +26,8 @@ struct SimulateRun: AsyncParsableCommand {
     @Option(
         name: .customLong("device"),
         help: ArgumentHelp(
-            "A profile in Firmware/ (bracelet, sensor) or a profile JSON path, optionally with an instance count "
-                + "(sensor:4). Repeatable.", valueName: "name[:count]"))
+            "A profile in Firmware/ (bracelet, sensor, pinetime, sdk11-nrf52, smp-sensor, smp-bracelet…) or a profile JSON path, optionally "
+                + "with an instance count (sensor:4). Repeatable.", valueName: "name[:count]"))
     var devices: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Override NRF_DFU_HW_VERSION (decimal or 0x hex).", valueName: "n"))
@@ -190,12 +190,11 @@ struct SimulateRun: AsyncParsableCommand {
                     SimulatorProfiles.restore(&secure, from: stateDir)
                     profile = .secure(secure)
                 }
-                overrides.apply(to: &profile)
+                try overrides.apply(to: &profile)
                 for address in SimulatorProfiles.addresses(profile) {
                     if let other = used[address] {
                         throw CLIError(
-                            "\(profile.name) and \(other) would both use address \(address)",
-                            exitCode: BledfuExit.usage)
+                            "\(profile.name) and \(other) would both use address \(address)", exitCode: BledfuExit.usage)
                     }
                     used[address] = profile.name
                 }

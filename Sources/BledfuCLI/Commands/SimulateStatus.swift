@@ -2,6 +2,7 @@ import ArgumentParser
 import BLECore
 import DFUSimulator
 import Foundation
+import MCUmgr
 
 /// `bledfu simulate status`: print the status files of a running (or stopped) simulator.
 struct SimulateStatus: AsyncParsableCommand {
@@ -59,6 +60,16 @@ struct SimulateStatus: AsyncParsableCommand {
                 }
                 continue
             }
+            if let smp = try? JSONDecoder().decode(SMPDeviceState.self, from: data), smp.family == "smp" {
+                if let wanted, wanted != identity, wanted != BluetoothAddress(smp.address) { continue }
+                shown += 1
+                if options.json {
+                    Console.jsonLine(SMPStatusEvent(identity: identity?.description ?? "", state: smp))
+                } else {
+                    print(Self.summary(smp, identity: identity))
+                }
+                continue
+            }
             let state: DeviceState
             do {
                 state = try JSONDecoder().decode(DeviceState.self, from: data)
@@ -97,6 +108,22 @@ struct SimulateStatus: AsyncParsableCommand {
 }
 
 extension SimulateStatus {
+    /// One line for an SMP device: its slots and counters.
+    static func summary(_ state: SMPDeviceState, identity: BluetoothAddress?) -> String {
+        var line = "\(identity?.description ?? state.address) \(state.name) smp at \(state.address)"
+        line += state.connected ? " connected" : (state.available ? " idle" : " booting")
+        for slot in state.images {
+            let flags = [slot.active ? "active" : nil, slot.confirmed ? "confirmed" : nil, slot.pending ? "pending" : nil]
+                .compactMap { $0 }.joined(separator: " ")
+            line += ", image \(slot.image) slot \(slot.slot) v\(slot.version)\(flags.isEmpty ? "" : " " + flags)"
+        }
+        let counters = state.counters
+        line += "; resets \(counters.resets), swaps \(counters.swaps), upload bytes \(counters.uploadBytesWritten)"
+        line += ", faults \(counters.faults.count)"
+        if let upload = state.upload { line += "; upload \(upload.offset)/\(upload.length)" }
+        return line
+    }
+
     static func summary(_ state: LegacyDeviceState, identity: BluetoothAddress?) -> String {
         let app = state.installed.application.map { "app v\($0.version)" } ?? "no app"
         let counters = state.counters
@@ -108,6 +135,13 @@ extension SimulateStatus {
         if transfer.state != "idle" { line += "; \(transfer.state) \(transfer.dataReceived)/\(transfer.applicationSize + transfer.softdeviceSize + transfer.bootloaderSize)" }
         return line
     }
+}
+
+/// The NDJSON line `simulate status --json` prints per SMP device.
+struct SMPStatusEvent: Encodable {
+    var event = "status"
+    var identity: String
+    var state: SMPDeviceState
 }
 
 /// The NDJSON line `simulate status --json` prints per Legacy device.

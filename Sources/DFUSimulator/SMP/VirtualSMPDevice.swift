@@ -28,7 +28,8 @@ public actor VirtualSMPDevice {
     /// Device time when it is up again after a reset.
     var availableAt: Duration = .zero
     var freeBuffers: Int
-    var queue: [[UInt8]] = []
+    /// Requests waiting for the work queue, each with the connection it came in on.
+    var queue: [(packet: [UInt8], server: GATTServer)] = []
     var worker: Task<Void, Never>?
     var reassembly: [UInt8] = []
     var server: GATTServer?
@@ -123,11 +124,18 @@ public actor VirtualSMPDevice {
         await publish()
         let reason = await server.run()
         logger.debug("virtual SMP device link ended", metadata: ["sim.reason": "\(reason)"])
-        if self.server === server { self.server = nil }
-        connected = false
-        // smp_bt.c disconnected(): queued requests of the connection are dropped.
-        queue.removeAll()
-        freeBuffers = max(1, profile.smp.bufferCount)
+        // smp_bt.c disconnected(): queued requests of the connection are dropped (a newer connection, which only a
+        // host-side harness can open before this one's end is seen, keeps its own).
+        if self.server === server || self.server == nil {
+            self.server = nil
+            connected = false
+            queue.removeAll()
+            freeBuffers = max(1, profile.smp.bufferCount)
+        } else {
+            let before = queue.count
+            queue.removeAll { $0.server === server }
+            freeBuffers += before - queue.count
+        }
         await publish()
     }
 
@@ -196,21 +204,23 @@ public actor VirtualSMPDevice {
         }
         freeBuffers -= 1
         counters.requests += 1
-        queue.append(packet)
+        queue.append((packet, server))
         if worker == nil { worker = Task { await self.work() } }
     }
 
     /// The "mcumgr smp" work queue: one request at a time.
     func work() async {
         while !queue.isEmpty {
-            let packet = queue.removeFirst()
-            await handle(packet)
+            let (packet, server) = queue.removeFirst()
+            await handle(packet, from: server)
             if stalled { break }
         }
         worker = nil
     }
 
-    func handle(_ packet: [UInt8]) async {
+    /// Runs one request; its response goes out only on the connection it came in on (a response of a link that
+    /// ended is dropped, as bt_gatt_notify on a disconnected conn fails).
+    func handle(_ packet: [UInt8], from connection: GATTServer) async {
         // The response needs a buffer of its own while the request still holds one.
         let responseBuffer = freeBuffers > 0
         if responseBuffer { freeBuffers -= 1 }
@@ -232,7 +242,7 @@ public actor VirtualSMPDevice {
         if reply.flashMicros > 0 { await sleep(profile.scaled(micros: reply.flashMicros)) }
         freeBuffers += 1  // the request's buffer
         if var response = reply.response {
-            if responseBuffer {
+            if responseBuffer, connection === server {
                 applyLie(&response)
                 await send(response)
             } else {
