@@ -15,10 +15,10 @@ import VirtualRadio
 ///
 /// The time limit only guards against a hang. The loop takes 0.35 s alone but 45-105 s in a full `swift test` on two
 /// loaded cores, and a limit of 2 minutes was hit there: swift-testing then cancels the test, and in a cancelled task
-/// `AsyncStream`'s `next()` returns nil at once, so every later iteration failed its four notification checks
-/// although the device answered them all. Hence a generous limit, and a cancelled test stops at the next iteration
-/// with one error (`checkCancellation`) and an ended notification stream stops the test (`#require`) instead of
-/// reading as wrong answers.
+/// `AsyncStream`'s `next()` returns nil instead of waiting (and ends the stream), so every later iteration failed its
+/// four notification checks although the device answered them all. Hence a generous limit, and a cancelled test stops
+/// at the next iteration with one error (`checkCancellation`) and an ended notification stream stops the test
+/// (`#require`) instead of reading as wrong answers.
 @Suite(.timeLimit(.minutes(10))) struct SimulatorLastExecuteTests {
     static let iterations = 100
 
