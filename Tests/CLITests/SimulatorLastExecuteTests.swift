@@ -10,8 +10,16 @@ import VirtualRadio
 /// The simulated bootloader resets after the last Execute, as a Nordic bootloader does once the SoftDevice sent the
 /// Write Response: the central must always get that Write Response (and the Execute notification) before the link
 /// drops. Over a real `socketpair(AF_UNIX, SOCK_SEQPACKET)`, many times, because the failure was a race between the
-/// response and the close (`GATTServer.closeAfterResponse()`).
-@Suite(.timeLimit(.minutes(2))) struct SimulatorLastExecuteTests {
+/// response and the close (`GATTServer.closeAfterResponse()`; `GATTServerCloseTests` pins the order
+/// deterministically, this test checks it end to end).
+///
+/// The time limit only guards against a hang. The loop takes 0.35 s alone but 45-105 s in a full `swift test` on two
+/// loaded cores, and a limit of 2 minutes was hit there: swift-testing then cancels the test, and in a cancelled task
+/// `AsyncStream`'s `next()` returns nil instead of waiting (and ends the stream), so every later iteration failed its
+/// four notification checks although the device answered them all. Hence a generous limit, and a cancelled test stops
+/// at the next iteration with one error (`checkCancellation`) and an ended notification stream stops the test
+/// (`#require`) instead of reading as wrong answers.
+@Suite(.timeLimit(.minutes(10))) struct SimulatorLastExecuteTests {
     static let iterations = 100
 
     @Test func theLastExecuteIsAlwaysAnsweredBeforeTheLinkDrops() async throws {
@@ -19,6 +27,7 @@ import VirtualRadio
         let dat = SecureInitPacket(command: Self.command(for: image)).encode()
         var lost: [String] = []
         for iteration in 0..<Self.iterations {
+            try Task.checkCancellation()
             let device = VirtualDevice(profile: try Self.profile(), clock: ContinuousClock())
             #expect(await device.mode == .bootloader)
             let (central, peripheral) = try SeqPacketBearer.makePair()
@@ -32,9 +41,10 @@ import VirtualRadio
             var notifications = client.notifications.makeAsyncIterator()
             try await client.setNotifications(true, of: controlPoint)
 
-            func ask(_ request: ControlPointRequest) async throws -> [UInt8]? {
+            func ask(_ request: ControlPointRequest) async throws -> [UInt8] {
                 try await client.write(handle: controlPoint.valueHandle, value: request.encoded)
-                return await notifications.next()?.value
+                let answer = await notifications.next()
+                return try #require(answer, "iteration \(iteration): no answer to \(request): stream ended").value
             }
             func send(_ bytes: [UInt8]) async throws {
                 for start in stride(from: 0, to: bytes.count, by: 244) {
@@ -46,19 +56,22 @@ import VirtualRadio
             _ = try await ask(.select(.command))
             _ = try await ask(.create(type: .command, size: UInt32(dat.count)))
             try await send(dat)
-            #expect(try await ask(.calculateChecksum) == checksum(dat))
-            #expect(try await ask(.execute) == executed)
+            let initChecksum = try await ask(.calculateChecksum)
+            #expect(initChecksum == checksum(dat), "iteration \(iteration)")
+            let initExecuted = try await ask(.execute)
+            #expect(initExecuted == executed, "iteration \(iteration)")
             _ = try await ask(.select(.data))
             _ = try await ask(.create(type: .data, size: UInt32(image.count)))
             try await send(image)
-            #expect(try await ask(.calculateChecksum) == checksum(image))
+            let imageChecksum = try await ask(.calculateChecksum)
+            #expect(imageChecksum == checksum(image), "iteration \(iteration)")
             // The last Execute: the device activates the image and resets. Its Write Response must arrive first.
             do {
                 try await client.write(handle: controlPoint.valueHandle, value: ControlPointRequest.execute.encoded)
             } catch {
                 lost.append("iteration \(iteration): \(error)")
             }
-            #expect(await notifications.next()?.value == executed)
+            #expect(await notifications.next()?.value == executed, "iteration \(iteration)")
             await serving.value  // the device closed the link itself
             #expect(await att.disconnected().code == .disconnected)
             #expect(await device.mode == .application)
