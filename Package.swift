@@ -163,8 +163,9 @@ var targets: [Target] = [
         dependencies: [
             "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
             "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Fleet", "BledfuKit", "SimulatorHost", "MCUbootImage",
-            "LineStore", "LineDashboard",
+            "MCUmgr", "LineStore", "LineDashboard",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Crypto", package: "swift-crypto"),
             log,
         ],
