@@ -121,4 +121,20 @@ import Testing
         }
         #expect(run.watch.now == .seconds(10), "2 s receipt timeout, then 8 s more: the response timeout in all")
     }
+
+    /// No `10 03 01` after the last packet: the engine fails at the response timeout instead of asking `07` and
+    /// waiting another 10 s for an answer InfiniTime never sends.
+    @Test func noAnswerToTheLastPacketFailsWithoutAskingTheSize() throws {
+        var run = Run()
+        run.apply(run.engine.handle(.started))
+        _ = run.pump { $0 == [0x10, 0x03, 0x01] }
+        #expect(run.engine.sentOffset == InfiniTimeConversationTests.image.count)
+        let start = run.watch.now
+        let actions = run.fireTimer()
+        #expect(!actions.contains(.writeControlPoint(.reportReceivedImageSize)))
+        #expect(run.watch.now - start == .seconds(10))
+        let result = try #require(run.result)
+        #expect(throws: LegacyDFUError.self) { try result.get() }
+        if case .failure(let error) = result { #expect(error.code == .timeout) }
+    }
 }
