@@ -17,7 +17,7 @@ extension LegacyDFUStateMachine {
             switch (step, request) {
             case (.starting, .startDFU): return started(status)
             case (.initializing(complete: true), .initialize): return initialized(status)
-            case (.sendingData, .receiveFirmwareImage), (.waitingReceipt, .receiveFirmwareImage),
+            case (.sendingData, .receiveFirmwareImage), (.waitingReceipt(_), .receiveFirmwareImage),
                 (.waitingLastPacket, .receiveFirmwareImage), (.askingSize, .receiveFirmwareImage):
                 return dataAnswered(status)
             case (.validating, .validate): return validated(status)
@@ -59,9 +59,8 @@ extension LegacyDFUStateMachine {
             step = .waitingLastPacket
             return [armTimer(configuration.responseTimeout)]
         }
-        step = .waitingReceipt
-        let timeout = min(configuration.pacing.receiptTimeout ?? configuration.responseTimeout, configuration.responseTimeout)
-        let timerAction = armTimer(timeout)
+        step = .waitingReceipt(late: false)
+        let timerAction = armTimer(receiptTimeout)
         if let early = earlyReceipt, early == sentOffset {
             earlyReceipt = nil
             return windowConfirmed(.clean)
@@ -82,7 +81,7 @@ extension LegacyDFUStateMachine {
             return violation("the device's byte count went back from \(confirmedOffset) to \(bytes)")
         }
         confirmedOffset = bytes
-        if step == .waitingReceipt, bytes == sentOffset { return windowConfirmed(.clean) }
+        if case .waitingReceipt(let late) = step, bytes == sentOffset { return windowConfirmed(late ? .lateReceipt : .clean) }
         if step == .sendingData, bytes == sentOffset { earlyReceipt = bytes }
         // A receipt inside the window: the count is consistent; the window's own receipt checks it again.
         return []
@@ -138,9 +137,23 @@ extension LegacyDFUStateMachine {
         return windowConfirmed(.lateReceipt)
     }
 
+    /// How long to wait for a window's receipt before asking (or, without `07`, before waiting on as a late one).
+    var receiptTimeout: Duration {
+        min(configuration.pacing.receiptTimeout ?? configuration.responseTimeout, configuration.responseTimeout)
+    }
+
     mutating func timedOut() -> [LegacyDFUAction] {
         switch step {
+        case .waitingReceipt(late: false) where !configuration.checkReceivedSize && receiptTimeout < configuration.responseTimeout:
+            // InfiniTime has no Report Received Image Size (its ControlPointHandler ignores 07 without an answer):
+            // asking would only turn a receipt that is late (a backlog of packets still in the link) into a timeout.
+            // Wait for the receipt itself until the response timeout; a late one confirms the window as lateReceipt.
+            step = .waitingReceipt(late: true)
+            return [armTimer(configuration.responseTimeout - receiptTimeout)]
         case .waitingReceipt, .waitingLastPacket:
+            guard configuration.checkReceivedSize else {
+                return fail(LegacyDFUError(.timeout, "no answer within \(configuration.responseTimeout) \(whereWeAre)"))
+            }
             // Ask where the device is (07) instead of waiting for a receipt or an answer that will not come.
             return request(.reportReceivedImageSize, .askingSize(final: false))
         case .starting:

@@ -22,7 +22,9 @@ public struct LegacyDFUStateMachine: Sendable {
         case starting(withoutType: Bool)
         case initializing(complete: Bool)
         case sendingData
-        case waitingReceipt
+        /// The receipt of the window's last packet; `late`: the receipt timeout passed and the device does not answer
+        /// `07`, so the receipt is waited for until the response timeout.
+        case waitingReceipt(late: Bool)
         case askingSize(final: Bool)
         case waitingLastPacket
         case validating

@@ -100,8 +100,9 @@ public struct LegacyDFUConfiguration: Sendable {
     /// The DFU Version the device reported; nil when it has no DFU Version characteristic (SDK ≤ 6.1: a 2-byte
     /// init packet after a bare `02`).
     public var deviceVersion: LegacyDFUVersion?
-    /// Ask Report Received Image Size (`07`) after the last packet and compare it with the image size. Off for the
-    /// DFU service inside InfiniTime, which does not answer `07`.
+    /// Ask Report Received Image Size (`07`) after the last packet and compare it with the image size, and ask it
+    /// when a window's receipt is late. Off for the DFU service inside InfiniTime, which does not answer `07`: a late
+    /// receipt is then waited for until ``responseTimeout``.
     public var checkReceivedSize: Bool
     /// Send Reset (`06`) when the transfer is cancelled. Off by default: the device keeps its state and times out.
     public var resetOnCancel: Bool

@@ -2,7 +2,8 @@
 public enum LegacyWindowOutcome: Hashable, Sendable {
     /// Its receipt came with the byte count of everything sent.
     case clean
-    /// No receipt within the receipt timeout, but Report Received Image Size confirmed every byte.
+    /// No receipt within the receipt timeout, but Report Received Image Size confirmed every byte (or, on a device
+    /// without `07`, the receipt came later).
     case lateReceipt
 }
 
