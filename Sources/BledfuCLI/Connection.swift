@@ -45,7 +45,7 @@ func makeAdapter(_ options: GlobalOptions) throws -> any BLEAdapter {
             if report.shouldWarn {
                 Console.warning(LinkTuningReport.unprivilegedMessage)
             } else if report.privileged {
-                Console.errorRaw("bledfu: link: \(report)")
+                Console.errorRaw("bledfu: \(report)")  // the report starts with "link: "
             }
         })
     case nil: throw CLIError("bad --adapter '\(options.adapter)'", exitCode: BledfuExit.usage)

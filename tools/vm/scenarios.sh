@@ -260,8 +260,9 @@ scenario_smp() {
 	fi
 	wait_for 15 links_closed $S/simulate.log
 	timeout 40 bledfu image list --adapter hci0 --device "$SMP_APP" > $S/image.txt 2>&1
-	if head -1 $S/image.txt | grep -q "image 0 slot 0: 2.0.0  active confirmed"; then
-		pass "smp: image list over hci0: $(head -1 $S/image.txt)"
+	# Standard error (the link line) comes first in the file: look for the slot line itself.
+	if grep -q "^image 0 slot 0: 2.0.0  active confirmed" $S/image.txt; then
+		pass "smp: image list over hci0: $(grep -m1 '^image 0 slot 0' $S/image.txt)"
 	else
 		fail "smp: image list"; show $S/image.txt
 	fi
