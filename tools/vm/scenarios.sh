@@ -59,7 +59,9 @@ scenario_flash() {
 		stop_pid $SIM; stop_pid $MON
 		return
 	fi
+	TSCAN=$(up)
 	timeout 30 bledfu scan --adapter hci0 --duration 3 > $S/scan.txt 2>&1
+	STEPS="scan $(since "$TSCAN") s"
 	if grep -q "$APP" $S/scan.txt; then
 		pass "scan: bledfu on hci0 finds the virtual bracelet $APP that hci1 advertises ($(grep "$APP" $S/scan.txt | head -1 | tr -s ' '))"
 	else
@@ -68,6 +70,7 @@ scenario_flash() {
 	TF=$(up)
 	timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
+	STEPS="$STEPS, flash $(since "$TF") s"
 	if [ $RC = 0 ]; then
 		pass "flash: bracelet-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s ($(grep -m1 'average' $S/flash.txt | tr -s ' '))"
 	else
@@ -86,10 +89,14 @@ scenario_flash() {
 		fail "device status after flash: $STATUS"
 	fi
 	# BlueZ's gatttool as a second, foreign client, once bledfu's link is gone.
+	TG=$(up)
 	wait_for 15 links_closed $S/simulate.log
+	STEPS="$STEPS, links closed $(since "$TG") s"
 	sleep 0.5
+	TG=$(up)
 	PRIMARY=$(timeout 40 gatttool -i hci0 -b "$APP" -t random --primary 2>&1)
 	CHARS=$(timeout 40 gatttool -i hci0 -b "$APP" -t random --characteristics 2>&1)
+	STEPS="$STEPS, gatttool $(since "$TG") s"
 	echo "$PRIMARY" > $S/gatttool.txt
 	echo "$CHARS" >> $S/gatttool.txt
 	if echo "$PRIMARY" | grep -q "0000fe59-0000-1000-8000-00805f9b34fb" && echo "$CHARS" | grep -qi "8ec90003"; then
@@ -107,7 +114,7 @@ scenario_flash() {
 		fail "link tuning: no LE Connection Update Complete at 7.5 ms in the capture"
 	fi
 	for f in $S/*.log $S/*.txt; do cp "$f" "$OUT/flash-$(basename "$f")" 2>/dev/null; done
-	note "scenario flash took $(since "$TS") s"
+	note "scenario flash took $(since "$TS") s ($STEPS)"
 }
 
 # ---------------------------------------------------------------- scenario 2: the link is cut mid-transfer
