@@ -12,25 +12,15 @@ import asyncio
 import os
 import socket
 import struct
+import sys
 
 from smp import header as smphdr
 from smpclient.transport import SMP_CHARACTERISTIC_UUID, SMP_SERVICE_UUID, SMPTransport, SMPTransportDisconnected
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vradio"))
+from vradio import NOTIFICATION, RESPONSES, discover, run_async, server_reply, socket_path  # noqa: E402
+
 RX_MTU = 498
-RESPONSES = {0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19}
-BLUETOOTH_BASE = bytes.fromhex("0000000000001000800000805F9B34FB")
-
-
-def uuid_from_le(data):
-    """A 2- or 16-byte little-endian UUID as 16 bytes, most significant first."""
-    if len(data) == 2:
-        return bytes([0, 0, data[1], data[0]]) + BLUETOOTH_BASE[4:]
-    return bytes(reversed(data))
-
-
-def socket_path(radio, address):
-    digits = address.replace(":", "").replace("-", "").upper()
-    return os.path.join(radio, "-".join(digits[i:i + 2] for i in range(0, 12, 2)) + ".sock")
 
 
 class VirtualRadioSMPTransport(SMPTransport):
@@ -122,13 +112,13 @@ class VirtualRadioSMPTransport(SMPTransport):
                 op = pdu[0]
                 if op in RESPONSES:
                     await self._responses.put(pdu)
-                elif op == 0x1B and len(pdu) >= 3:
+                elif op == NOTIFICATION and len(pdu) >= 3:
                     if struct.unpack_from("<H", pdu, 1)[0] == self._handle:
                         await self._notifications.put(pdu[3:])
-                elif op == 0x02:
-                    await loop.sock_sendall(self._sock, struct.pack("<BH", 0x03, RX_MTU))
-                elif not op & 0x40:
-                    await loop.sock_sendall(self._sock, struct.pack("<BBHB", 0x01, op, 0, 0x06))
+                else:
+                    reply = server_reply(pdu, RX_MTU)
+                    if reply is not None:
+                        await loop.sock_sendall(self._sock, reply)
         except (OSError, asyncio.CancelledError):
             pass
         await self._responses.put(None)
@@ -146,31 +136,11 @@ class VirtualRadioSMPTransport(SMPTransport):
         return response
 
     async def _find_smp_characteristic(self):
-        service = SMP_SERVICE_UUID.bytes
-        characteristic = SMP_CHARACTERISTIC_UUID.bytes
-        start, ranges = 1, []
-        while start <= 0xFFFF:
-            rsp = await self._request(struct.pack("<BHHH", 0x10, start, 0xFFFF, 0x2800))
-            if rsp[0] == 0x01:
-                break
-            size = rsp[1]
-            for i in range(2, len(rsp) - size + 1, size):
-                first, end = struct.unpack_from("<HH", rsp, i)
-                if uuid_from_le(rsp[i + 4:i + size]) == service:
-                    ranges.append((first, end))
-                start = end + 1
-        for (first, end) in ranges:
-            rsp = await self._request(struct.pack("<BHHH", 0x08, first, end, 0x2803))
-            if rsp[0] == 0x01:
+        services = await run_async(discover(), self._request)
+        for service in services:
+            if service["uuid"] != SMP_SERVICE_UUID.bytes:
                 continue
-            size = rsp[1]
-            for i in range(2, len(rsp) - size + 1, size):
-                _, _, value = struct.unpack_from("<HBH", rsp, i)
-                if uuid_from_le(rsp[i + 5:i + size]) == characteristic:
-                    info = await self._request(struct.pack("<BHH", 0x04, value + 1, end))
-                    if info[0] == 0x05 and info[1] == 1:
-                        for j in range(2, len(info) - 3, 4):
-                            handle, kind = struct.unpack_from("<HH", info, j)
-                            if kind == 0x2902:
-                                return value, handle
+            for characteristic in service["characteristics"]:
+                if characteristic["uuid"] == SMP_CHARACTERISTIC_UUID.bytes and characteristic["cccd"] is not None:
+                    return characteristic["value"], characteristic["cccd"]
         raise SMPTransportDisconnected("the device has no SMP characteristic with a CCCD")

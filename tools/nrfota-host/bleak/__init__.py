@@ -26,8 +26,10 @@ import sys
 import uuid as uuidlib
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "smpclient-host"))
-from virtual_transport import RESPONSES, socket_path, uuid_from_le  # noqa: E402  the radio code smpclient-host uses
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "vradio"))
+from vradio import (  # noqa: E402  the radio code every Python host shares
+    CONFIRMATION, INDICATION, NOTIFICATION, RESPONSES, ad_structures, advertisements, discover, run_async,
+    server_reply, socket_path, uuid_from_le)
 
 from .backends.device import BLEDevice  # noqa: E402
 from .backends.scanner import AdvertisementData  # noqa: E402
@@ -57,43 +59,22 @@ def uuid_string(raw):
 
 
 def parse_advertisement(data):
-    name, uuids, position = None, [], 0
-    while position < len(data):
-        length = data[position]
-        if length == 0 or position + 1 + length > len(data):
-            break
-        kind, payload = data[position + 1], data[position + 2:position + 1 + length]
+    name, uuids = None, []
+    for kind, payload in ad_structures(data):
         if kind in (0x08, 0x09):
             name = payload.decode("utf-8", "replace")
         elif kind in (0x02, 0x03):
             uuids += [uuid_string(uuid_from_le(payload[i:i + 2])) for i in range(0, len(payload) - 1, 2)]
         elif kind in (0x06, 0x07):
             uuids += [uuid_string(uuid_from_le(payload[i:i + 16])) for i in range(0, len(payload) - 15, 16)]
-        position += 1 + length
     return name, uuids
 
 
 def read_advertisements(directory):
     found = {}
-    for entry in sorted(os.listdir(directory)):
-        if entry.startswith(".") or not entry.endswith(".adv"):
-            continue
-        if not os.path.exists(os.path.join(directory, entry[:-4] + ".sock")):
-            continue
-        fields = {}
-        try:
-            with open(os.path.join(directory, entry)) as f:
-                for line in f:
-                    line = line.strip()
-                    if line and not line.startswith("#") and "=" in line:
-                        key, value = line.split("=", 1)
-                        fields[key.strip()] = value.strip()
-            address = fields["address"].replace("-", ":").upper()
-            data = bytes.fromhex(fields.get("data", ""))
-            rssi = int(fields["rssi"]) if "rssi" in fields else None
-        except (OSError, KeyError, ValueError):
-            continue
-        name, uuids = parse_advertisement(data)
+    for report in advertisements(directory):
+        address, rssi = report["address"], report["rssi"]
+        name, uuids = parse_advertisement(report["data"])
         cached = DEVICES.setdefault(address, {"name": None, "uuids": []})
         cached["name"] = name or cached["name"]
         cached["uuids"] += [uuid for uuid in uuids if uuid not in cached["uuids"]]
@@ -264,16 +245,16 @@ class BleakClient:
                 op = pdu[0]
                 if op in RESPONSES:
                     await self._responses.put(pdu)
-                elif op in (0x1B, 0x1D) and len(pdu) >= 3:
-                    if op == 0x1D:
-                        await loop.sock_sendall(self._sock, b"\x1e")
+                elif op in (NOTIFICATION, INDICATION) and len(pdu) >= 3:
+                    if op == INDICATION:
+                        await loop.sock_sendall(self._sock, bytes([CONFIRMATION]))
                     entry = self._notify.get(struct.unpack_from("<H", pdu, 1)[0])
                     if entry is not None:
                         entry[1](entry[0], bytearray(pdu[3:]))
-                elif op == 0x02:
-                    await loop.sock_sendall(self._sock, struct.pack("<BH", 0x03, RX_MTU))
-                elif not op & 0x40 and op != 0xFF:
-                    await loop.sock_sendall(self._sock, struct.pack("<BBHB", 0x01, op, 0, 0x06))
+                else:
+                    reply = server_reply(pdu, RX_MTU)
+                    if reply is not None:
+                        await loop.sock_sendall(self._sock, reply)
         except (OSError, asyncio.CancelledError):
             pass
         self._connected = False
@@ -286,43 +267,13 @@ class BleakClient:
             self._disconnected_callback(self)
 
     async def _discover(self):
-        services, start = [], 1
-        while start <= 0xFFFF:
-            rsp = await self._request(struct.pack("<BHHH", 0x10, start, 0xFFFF, 0x2800))
-            if rsp[0] == 0x01:
-                break
-            size = rsp[1]
-            for i in range(2, len(rsp) - size + 1, size):
-                first, end = struct.unpack_from("<HH", rsp, i)
-                services.append(BleakGATTService(first, end, uuid_string(uuid_from_le(rsp[i + 4:i + size]))))
-                start = end + 1
-        for service in services:
-            await self._discover_characteristics(service)
+        services = []
+        for found in await run_async(discover(), self._request):
+            service = BleakGATTService(found["start"], found["end"], uuid_string(found["uuid"]))
+            for entry in found["characteristics"]:
+                characteristic = BleakGATTCharacteristic(entry["value"], entry["properties"], uuid_string(entry["uuid"]))
+                characteristic.descriptors = [BleakGATTDescriptor(handle, uuid_string(kind))
+                                              for handle, kind in entry["descriptors"]]
+                service.characteristics.append(characteristic)
+            services.append(service)
         return services
-
-    async def _discover_characteristics(self, service):
-        start = service.start
-        while start <= service.end:
-            rsp = await self._request(struct.pack("<BHHH", 0x08, start, service.end, 0x2803))
-            if rsp[0] == 0x01:
-                break
-            size = rsp[1]
-            for i in range(2, len(rsp) - size + 1, size):
-                declaration, properties, value = struct.unpack_from("<HBH", rsp, i)
-                service.characteristics.append(
-                    BleakGATTCharacteristic(value, properties, uuid_string(uuid_from_le(rsp[i + 5:i + size]))))
-                start = declaration + 1
-        for index, characteristic in enumerate(service.characteristics):
-            following = service.characteristics[index + 1:]
-            end = following[0].handle - 2 if following else service.end
-            handle = characteristic.handle + 1
-            while handle <= end:
-                info = await self._request(struct.pack("<BHH", 0x04, handle, end))
-                if info[0] != 0x05:
-                    break
-                step = 4 if info[1] == 1 else 18
-                for j in range(2, len(info) - step + 1, step):
-                    found = struct.unpack_from("<H", info, j)[0]
-                    characteristic.descriptors.append(
-                        BleakGATTDescriptor(found, uuid_string(uuid_from_le(info[j + 2:j + step]))))
-                    handle = found + 1

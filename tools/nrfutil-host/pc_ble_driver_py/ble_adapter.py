@@ -6,7 +6,7 @@ import time
 
 from .ble_driver import BLEUUID, ATT_MTU_DEFAULT
 from .exceptions import NordicSemiException
-from .virtual_link import AttError, Discovery, LinkClosed, VirtualLink
+from .virtual_link import AttError, LinkClosed, VirtualLink, discover_characteristics
 
 # The gap between a link event and its report: a connection takes a few connection events to be established,
 # a disconnect at least one. The events then reach nrfutil's EvtSync after it started waiting, as they do from a
@@ -141,10 +141,10 @@ class BLEAdapter:
 
     def service_discovery(self, conn_handle, uuid=None):
         try:
-            found = Discovery(self._link(conn_handle)).run()
+            found = discover_characteristics(self._link(conn_handle))
         except LinkClosed as error:
             raise NordicSemiException("service discovery: {}".format(error))
-        self.db_conns[conn_handle] = DbConnection(found.characteristics)
+        self.db_conns[conn_handle] = DbConnection(found)
 
     def att_mtu_exchange(self, conn_handle, mtu):
         link = self._link(conn_handle)

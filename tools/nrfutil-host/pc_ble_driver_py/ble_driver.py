@@ -9,6 +9,7 @@ import threading
 import time
 
 from .exceptions import NordicSemiException
+from .virtual_link import advertisements, ad_structures
 
 ATT_MTU_DEFAULT = 23
 NRF_SUCCESS = 0
@@ -98,18 +99,12 @@ class BLEAdvData:
     @classmethod
     def from_bytes(cls, data):
         adv = cls()
-        i = 0
-        while i + 1 < len(data):
-            length = data[i]
-            if length == 0 or i + 1 + length > len(data):
-                break
-            kind = data[i + 1]
+        for kind, payload in ad_structures(data):
             try:
                 key = BLEAdvData.Types(kind)
             except ValueError:
                 key = kind
-            adv.records[key] = list(data[i + 2:i + 1 + length])
-            i += 1 + length
+            adv.records[key] = list(payload)
         return adv
 
 
@@ -268,36 +263,14 @@ class BLEDriver:
     def _scan(self):
         while self.scanning.is_set():
             time.sleep(self.SCAN_PERIOD)
-            try:
-                names = sorted(os.listdir(self.radio))
-            except OSError:
-                continue
-            for name in names:
+            for report in advertisements(self.radio):
                 if not self.scanning.is_set():
                     return
-                if name.startswith(".") or not name.endswith(".adv"):
-                    continue
-                report = self._read_advertisement(os.path.join(self.radio, name))
-                if report:
-                    self.notify("on_gap_evt_adv_report", conn_handle=None, peer_addr=report[0], rssi=report[1],
-                                adv_type=None, adv_data=report[2])
-
-    @staticmethod
-    def _read_advertisement(path):
-        fields = {}
-        try:
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    line = line.strip()
-                    if line and not line.startswith("#") and "=" in line:
-                        key, value = line.split("=", 1)
-                        fields[key.strip()] = value.strip()
-            address = bytes.fromhex(fields["address"].replace(":", "").replace("-", ""))
-            data = bytes.fromhex(fields.get("data", ""))
-        except (OSError, KeyError, ValueError):
-            return None
-        kind = BLEGapAddr.Types.public if fields.get("address_type") == "public" else BLEGapAddr.Types.random_static
-        return BLEGapAddr(kind, address), int(fields.get("rssi", "-50")), BLEAdvData.from_bytes(data)
+                kind = BLEGapAddr.Types.public if report["address_type"] == "public" else BLEGapAddr.Types.random_static
+                address = BLEGapAddr(kind, bytes.fromhex(report["address"].replace(":", "")))
+                rssi = report["rssi"] if report["rssi"] is not None else -50
+                self.notify("on_gap_evt_adv_report", conn_handle=None, peer_addr=address, rssi=rssi, adv_type=None,
+                            adv_data=BLEAdvData.from_bytes(report["data"]))
 
     # -- security: what the adapter's links do
 

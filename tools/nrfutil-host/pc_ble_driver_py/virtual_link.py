@@ -8,10 +8,13 @@ import os
 import queue
 import socket
 import struct
+import sys
 import threading
 
-SECURITY_MESSAGE = (0xFF, 0x53)
-RESPONSES = {0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "vradio"))
+from vradio import (  # noqa: E402  the radio code every Python host shares
+    INDICATION, NOTIFICATION, RESPONSES, SECURITY_MESSAGE, ad_structures, advertisements, discover, run_sync,
+    server_reply, socket_path)
 
 
 class AttError(Exception):
@@ -22,13 +25,6 @@ class AttError(Exception):
 
 class LinkClosed(Exception):
     pass
-
-
-def socket_path(radio, address):
-    """<radio>/<ADDR>.sock, ADDR upper-case hex with '-' (address: 'C6:05:04:03:02:01' or 'C60504030201')."""
-    hexdigits = address.replace(":", "").replace("-", "").upper()
-    name = "-".join(hexdigits[i:i + 2] for i in range(0, 12, 2))
-    return os.path.join(radio, name + ".sock")
 
 
 class VirtualLink:
@@ -118,80 +114,22 @@ class VirtualLink:
             self.security_answers.put(pdu[2])
         elif op in RESPONSES:
             self.responses.put(pdu)
-        elif op == 0x1B and len(pdu) >= 3:  # Handle Value Notification
+        elif op == NOTIFICATION and len(pdu) >= 3:
             self.on_value(struct.unpack_from("<H", pdu, 1)[0], list(pdu[3:]), False)
-        elif op == 0x1D and len(pdu) >= 3:  # Handle Value Indication: the callback confirms
+        elif op == INDICATION and len(pdu) >= 3:  # the callback confirms
             self.on_value(struct.unpack_from("<H", pdu, 1)[0], list(pdu[3:]), True)
-        elif op == 0x02:  # the server's own MTU exchange
-            self.send(struct.pack("<BH", 0x03, 247))
-        elif not op & 0x40:  # any other request: not supported
-            self.send(struct.pack("<BBHB", 0x01, op, 0, 0x06))
+        else:
+            reply = server_reply(pdu, 247)
+            if reply is not None:
+                self.send(reply)
 
 
-BLUETOOTH_BASE = bytes.fromhex("0000000000001000800000805F9B34FB")
-
-
-def uuid_from_le(data):
-    """A 2- or 16-byte little-endian UUID → 16 bytes, most significant first."""
-    if len(data) == 2:
-        return bytes([0, 0, data[1], data[0]]) + BLUETOOTH_BASE[4:]
-    return bytes(reversed(data))
-
-
-class Discovery:
-    """Primary services, their characteristics and descriptors (Core Vol 3 Part G §4.4-4.7)."""
-
-    def __init__(self, link):
-        self.link = link
-        self.characteristics = []  # dicts: uuid (16 bytes), properties, value, cccd, end
-
-    def run(self):
-        services = []
-        start = 1
-        while start <= 0xFFFF:
-            try:
-                rsp = self.link.request(struct.pack("<BHHH", 0x10, start, 0xFFFF, 0x2800))
-            except AttError:
-                break
-            size = rsp[1]
-            last = start
-            for i in range(2, len(rsp) - size + 1, size):
-                handle, end = struct.unpack_from("<HH", rsp, i)
-                services.append((handle, end))
-                last = end
-            if last >= 0xFFFF:
-                break
-            start = last + 1
-        for (first, end) in services:
-            self._characteristics(first, end)
-        return self
-
-    def _characteristics(self, first, end):
-        found = []
-        start = first
-        while start <= end:
-            try:
-                rsp = self.link.request(struct.pack("<BHHH", 0x08, start, end, 0x2803))
-            except AttError:
-                break
-            size = rsp[1]
-            for i in range(2, len(rsp) - size + 1, size):
-                decl, props, value = struct.unpack_from("<HBH", rsp, i)
-                found.append({"uuid": uuid_from_le(rsp[i + 5:i + size]), "properties": props, "value": value})
-                start = decl + 1
-            if size == 0:
-                break
-        for index, char in enumerate(found):
-            char["end"] = found[index + 1]["value"] - 2 if index + 1 < len(found) else end
-            char["cccd"] = None
-            if char["end"] > char["value"]:
-                try:
-                    rsp = self.link.request(struct.pack("<BHH", 0x04, char["value"] + 1, char["end"]))
-                except AttError:
-                    rsp = b""
-                if rsp and rsp[1] == 1:
-                    for i in range(2, len(rsp) - 3, 4):
-                        handle, kind = struct.unpack_from("<HH", rsp, i)
-                        if kind == 0x2902:
-                            char["cccd"] = handle
-        self.characteristics += found
+def discover_characteristics(link):
+    """Every characteristic of the device (vradio.discover: services, characteristics, descriptors; Core Vol 3 Part G
+    §4.4-4.7) as dicts with uuid (16 bytes), properties, value, cccd and end."""
+    def request(pdu):
+        try:
+            return link.request(pdu)
+        except AttError:
+            return None  # an Error Response ends that step of the discovery
+    return [characteristic for service in run_sync(discover(), request) for characteristic in service["characteristics"]]
