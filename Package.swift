@@ -4,7 +4,7 @@
 //
 // The module graph is the layer graph (see docs/architecture.md). The core modules (BLECore, ATT, GATT,
 // DFUProtocol, DFUPackage, SecureDFU, DFUSimulator) make no syscalls and import neither Glibc nor the C shim;
-// the transports (PlatformIO, VirtualRadio, BlueZTransport) do the I/O.
+// the transports (LinuxIO, VirtualRadio, BlueZTransport) do the I/O.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -30,20 +30,20 @@ var targets: [Target] = [
     .target(name: "ATT", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 3: ATT client/server bearer logic and GATT client/server (pure Swift concurrency, no syscalls).
     .target(name: "GATT", dependencies: ["BLECore", "ATT", log], swiftSettings: swiftSettings),
-    // Layer 4: transports. Every syscall goes through PlatformIO/Syscalls.swift.
+    // Layer 4: transports. Every syscall goes through LinuxIO/Syscalls.swift.
     .target(
-        name: "PlatformIO",
+        name: "LinuxIO",
         dependencies: ["BLECore", "CLinuxShim", .product(name: "SystemPackage", package: "swift-system"), log],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
     .target(
         name: "VirtualRadio",
-        dependencies: ["BLECore", "PlatformIO", .product(name: "SystemPackage", package: "swift-system"), log],
+        dependencies: ["BLECore", "LinuxIO", .product(name: "SystemPackage", package: "swift-system"), log],
         swiftSettings: swiftSettings
     ),
     .target(
         name: "BlueZTransport",
-        dependencies: ["BLECore", "PlatformIO", "CBlueZShim", .product(name: "SystemPackage", package: "swift-system"), log],
+        dependencies: ["BLECore", "LinuxIO", "CBlueZShim", .product(name: "SystemPackage", package: "swift-system"), log],
         swiftSettings: swiftSettings
     ),
     // Layer 5: DFU package (zip + manifest + init packet), pure.
@@ -108,7 +108,7 @@ var targets: [Target] = [
     ),
     // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
     .target(
-        name: "Fleet",
+        name: "Batch",
         dependencies: [
             "BLECore", "DFUProtocol",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -121,7 +121,7 @@ var targets: [Target] = [
     .target(
         name: "LineStore",
         dependencies: [
-            "Fleet", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
+            "Batch", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"), log,
         ],
         swiftSettings: swiftSettings
@@ -130,7 +130,7 @@ var targets: [Target] = [
     .target(
         name: "LineDashboard",
         dependencies: [
-            "Fleet", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            "Batch", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"), log,
         ],
         swiftSettings: swiftSettings
@@ -139,7 +139,7 @@ var targets: [Target] = [
     .target(
         name: "BledfuKit",
         dependencies: [
-            "BLECore", "GATT", "DFUCore", "SecureDFU", "LegacyDFU", "MCUmgr", "PlatformIO", .product(name: "Crypto", package: "swift-crypto"),
+            "BLECore", "GATT", "DFUCore", "SecureDFU", "LegacyDFU", "MCUmgr", "LinuxIO", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"), log,
         ],
         swiftSettings: swiftSettings
@@ -147,7 +147,7 @@ var targets: [Target] = [
     // The simulator host (`bledfu simulate`): hosted virtual devices on a BLEPeripheral (virtual radio, BlueZ).
     .target(
         name: "SimulatorHost",
-        dependencies: ["BLECore", "DFUSimulator", "PlatformIO", "VirtualRadio", log],
+        dependencies: ["BLECore", "DFUSimulator", "LinuxIO", "VirtualRadio", log],
         swiftSettings: swiftSettings
     ),
     // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
@@ -161,8 +161,8 @@ var targets: [Target] = [
     .target(
         name: "BledfuCLI",
         dependencies: [
-            "BLECore", "ATT", "GATT", "PlatformIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
-            "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Fleet", "BledfuKit", "SimulatorHost", "MCUbootImage",
+            "BLECore", "ATT", "GATT", "LinuxIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
+            "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Batch", "BledfuKit", "SimulatorHost", "MCUbootImage",
             "MCUmgr", "LineStore", "LineDashboard",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -190,7 +190,7 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "FuzzCBOR", dependencies: ["CBOR", "MCUmgr", "FuzzSupport"], swiftSettings: swiftSettings),
-    .executableTarget(name: "FuzzPlan", dependencies: ["Fleet", "FuzzSupport"], swiftSettings: swiftSettings),
+    .executableTarget(name: "FuzzPlan", dependencies: ["Batch", "FuzzSupport"], swiftSettings: swiftSettings),
     .executableTarget(
         name: "FuzzLegacyDFU",
         dependencies: ["LegacyDFU", "DFUSimulator", "DFUPackage", "BLECore", "FuzzSupport"],
@@ -201,7 +201,7 @@ var targets: [Target] = [
         name: "FuzzFaultCampaign",
         dependencies: [
             "BledfuKit", "BledfuTestSupport", "DFUCore", "SecureDFU", "DFUSimulator", "DFUPackage", "GATT", "BLECore",
-            "PlatformIO",
+            "LinuxIO",
         ],
         swiftSettings: swiftSettings
     ),
@@ -217,7 +217,7 @@ var targets: [Target] = [
     .testTarget(
         name: "TransportTests",
         dependencies: [
-            "PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "CLinuxShim", "BLECore", "ATT", "GATT",
+            "LinuxIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "CLinuxShim", "BLECore", "ATT", "GATT",
             .product(name: "SystemPackage", package: "swift-system"),
         ],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
@@ -258,7 +258,7 @@ var targets: [Target] = [
     .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
     .testTarget(
         name: "MCUbootImageTests",
-        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", "PlatformIO"],
+        dependencies: ["MCUbootImage", "DFUPackage", "BLECore", "LinuxIO"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -270,27 +270,27 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
-        name: "FleetTests",
+        name: "BatchTests",
         dependencies: [
-            "Fleet", "DFUProtocol", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
+            "Batch", "DFUProtocol", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
         ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "LineStoreTests",
-        dependencies: ["LineStore", "Fleet"],
+        dependencies: ["LineStore", "Batch"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "LineDashboardTests",
-        dependencies: ["LineDashboard", "Fleet"],
+        dependencies: ["LineDashboard", "Batch"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "CLITests",
         dependencies: [
-            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "PlatformIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Fleet", "LineStore", "MCUmgr", "MCUbootImage",
+            "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "LinuxIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
+            "VirtualRadio", "Batch", "LineStore", "MCUmgr", "MCUbootImage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings

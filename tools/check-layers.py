@@ -19,9 +19,9 @@ LAYERS = {
     "BLECore": 1,
     "ATT": 2, "DFUProtocol": 2,
     "GATT": 3, "DFUPackage": 3,
-    "DFUCore": 4, "MCUbootImage": 4, "PlatformIO": 4,
+    "DFUCore": 4, "MCUbootImage": 4, "LinuxIO": 4,
     "SecureDFU": 5, "LegacyDFU": 5, "MCUmgr": 5, "VirtualRadio": 5, "BlueZTransport": 5,
-    "DFUSimulator": 6, "Fleet": 6,
+    "DFUSimulator": 6, "Batch": 6,
     "BledfuKit": 7, "SimulatorHost": 7, "BledfuTestSupport": 7, "LineStore": 7, "LineDashboard": 7,
     "BledfuCLI": 8, "FlashVirtualDevice": 8, "FuzzPackage": 8, "FuzzInitPacket": 8, "FuzzATT": 8,
     "FuzzATTClient": 8, "FuzzSecureDFU": 8, "FuzzCBOR": 8, "FuzzPlan": 8, "FuzzLegacyDFU": 8,
@@ -31,7 +31,7 @@ LAYERS = {
 # The pure core: no syscalls, no transport, no C shim (check-layers also greps their imports).
 CORE = {"BLECore", "ATT", "GATT", "DFUCore", "DFUProtocol", "DFUPackage", "SecureDFU", "LegacyDFU", "DFUSimulator",
         "CBOR", "MCUbootImage", "MCUmgr"}
-IO = {"PlatformIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "CLinuxShim", "SystemPackage"}
+IO = {"LinuxIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "CLinuxShim", "SystemPackage"}
 FAMILIES = {"SecureDFU", "LegacyDFU", "MCUmgr"}
 # Edges forbidden although the layers would allow them.
 RULES = [
@@ -39,7 +39,7 @@ RULES = [
     (lambda t, d: d == "CBlueZShim" and t not in {"BlueZTransport", "TransportTests"},
      "only BlueZTransport links libbluetooth"),
     (lambda t, d: t in FAMILIES and d in FAMILIES, "a family does not depend on another family"),
-    (lambda t, d: t in FAMILIES | {"DFUCore"} and d in {"BledfuKit", "Fleet"}, "families sit below the updater"),
+    (lambda t, d: t in FAMILIES | {"DFUCore"} and d in {"BledfuKit", "Batch"}, "families sit below the updater"),
     (lambda t, d: t == "FlashVirtualDevice" and d not in {"BledfuKit", "VirtualRadio"},
      "the library example uses the public products only"),
     (lambda t, d: t == "BledfuKit" and d in {"DFUSimulator", "BledfuTestSupport", "VirtualRadio", "BlueZTransport"},

@@ -4,7 +4,7 @@ import BLECore
 import BlueZTransport
 import Foundation
 import GATT
-import PlatformIO
+import LinuxIO
 import VirtualRadio
 
 /// Options naming one device.

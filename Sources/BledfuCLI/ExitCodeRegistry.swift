@@ -1,7 +1,7 @@
 import BLECore
 import DFUCore
 import DFUPackage
-import Fleet
+import Batch
 import GATT
 
 /// One exit status of `bledfu`: its number, a stable name, what it means, and which error codes end in it.

@@ -1,6 +1,6 @@
 import DFUCore
 import Foundation
-import PlatformIO
+import LinuxIO
 import Synchronization
 
 /// How `bledfu flash` shows an update's events: a live bar on a terminal, plain lines about every 10 % otherwise,

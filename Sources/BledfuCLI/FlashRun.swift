@@ -3,7 +3,7 @@ import BledfuKit
 import DFUCore
 import DFUPackage
 import Foundation
-import PlatformIO
+import LinuxIO
 import SecureDFU
 import Synchronization
 

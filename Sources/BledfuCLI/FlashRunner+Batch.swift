@@ -2,10 +2,10 @@ import BLECore
 import DFUCore
 import DFUPackage
 import DFUProtocol
-import Fleet
+import Batch
 import Foundation
 import GATT
-import PlatformIO
+import LinuxIO
 import LegacyDFU
 import Synchronization
 

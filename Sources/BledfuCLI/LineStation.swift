@@ -1,6 +1,6 @@
 import BLECore
 import BledfuKit
-import Fleet
+import Batch
 import Foundation
 import SecureDFU
 import Synchronization

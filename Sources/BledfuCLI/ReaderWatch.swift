@@ -1,5 +1,5 @@
 import Foundation
-import PlatformIO
+import LinuxIO
 
 /// With `--json`, `bledfu flash` writes its events for a reader: the batch station that started it. When that reader
 /// is gone (the station was killed), nobody will record what this flash does, and once the station's lease runs out

@@ -1,6 +1,6 @@
 import DFUCore
 import Foundation
-import PlatformIO
+import LinuxIO
 import SystemPackage
 
 /// One journal file as stored on disk: the updater's journal plus what `bledfu resume` needs to start again.
@@ -20,7 +20,7 @@ public struct JournalFile: Codable, Hashable, Sendable {
 
 /// ``UpdateJournalStore`` over one JSON file per (device address, package SHA-256) in a state directory
 /// (`--state-dir`, else `$XDG_STATE_HOME/bledfu`, else `~/.local/state/bledfu`). Every save writes a temporary file
-/// and renames it over the old one (through PlatformIO's syscall wrappers), so a crash leaves either the old or the
+/// and renames it over the old one (through LinuxIO's syscall wrappers), so a crash leaves either the old or the
 /// new journal.
 public final class JournalFileStore: UpdateJournalStore, @unchecked Sendable {
     // @unchecked: the stored properties are constants; `lock` serialises the writes.

@@ -1,6 +1,6 @@
 import BLECore
 import Logging
-import PlatformIO
+import LinuxIO
 
 /// The BlueZ kernel adapter: ATT over the L2CAP LE fixed channel for connections, a raw HCI socket for scanning.
 /// bluetoothd is not needed (but must not hold the link: that is `.busy`).

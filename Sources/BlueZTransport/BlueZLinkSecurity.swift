@@ -1,6 +1,6 @@
 import BLECore
 import CBlueZShim
-import PlatformIO
+import LinuxIO
 import SystemPackage
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import BLECore
-import PlatformIO
+import LinuxIO
 
 /// A device on a BlueZ adapter (`--adapter hciN`): the ATT fixed channel listens on the adapter and the controller
 /// advertises over HCI; a random device address is set with LE Set Random Address, so the jump to the bootloader at

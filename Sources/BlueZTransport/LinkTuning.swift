@@ -1,7 +1,7 @@
 import BLECore
 import CBlueZShim
 import Logging
-import PlatformIO
+import LinuxIO
 import Synchronization
 import SystemPackage
 

@@ -5,7 +5,7 @@ import DFUCore
 import DFUPackage
 import DFUSimulator
 import GATT
-import PlatformIO
+import LinuxIO
 import SecureDFU
 import Synchronization
 

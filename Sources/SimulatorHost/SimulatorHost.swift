@@ -2,7 +2,7 @@ import BLECore
 import DFUSimulator
 import Foundation
 import Logging
-import PlatformIO
+import LinuxIO
 import Synchronization
 import VirtualRadio
 

@@ -1,5 +1,5 @@
 import BLECore
-import PlatformIO
+import LinuxIO
 import SystemPackage
 
 /// The virtual radio's and tests' name for a ``SocketBearer`` over AF_UNIX SOCK_SEQPACKET.

@@ -1,6 +1,6 @@
 import BLECore
 import Foundation
-import PlatformIO
+import LinuxIO
 import SystemPackage
 
 /// One central adapter's controller on a virtual radio, shared by every process that connects through it

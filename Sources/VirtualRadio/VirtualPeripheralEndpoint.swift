@@ -1,6 +1,6 @@
 import BLECore
 import Logging
-import PlatformIO
+import LinuxIO
 import Synchronization
 import SystemPackage
 

@@ -1,7 +1,7 @@
 import BLECore
 import Foundation
 import Logging
-import PlatformIO
+import LinuxIO
 import SystemPackage
 
 /// The central side of the virtual radio (docs/virtual-radio.md): scanning reads the advertisement files of a

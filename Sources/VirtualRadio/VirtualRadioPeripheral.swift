@@ -1,5 +1,5 @@
 import BLECore
-import PlatformIO
+import LinuxIO
 import Synchronization
 
 /// A device on a virtual radio (``BLEPeripheral``): one ``VirtualPeripheralEndpoint`` per address, replaced when the

@@ -1,5 +1,5 @@
 import BLECore
-import Fleet
+import Batch
 import Foundation
 import GATT
 import Synchronization

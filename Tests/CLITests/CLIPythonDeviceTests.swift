@@ -1,5 +1,5 @@
 import Foundation
-import PlatformIO
+import LinuxIO
 import Testing
 
 /// `bledfu` against tools/example-virtual-device.py: the virtual radio spec (docs/virtual-radio.md) proven by a

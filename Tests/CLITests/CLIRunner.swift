@@ -1,5 +1,5 @@
 import Foundation
-import PlatformIO
+import LinuxIO
 import Testing
 
 /// Runs the built `bledfu` binary (built next to the test bundle) and captures its output.

@@ -8,7 +8,7 @@ import DFUProtocol
 import DFUSimulator
 import Foundation
 import GATT
-import PlatformIO
+import LinuxIO
 import SecureDFU
 import Synchronization
 import Testing

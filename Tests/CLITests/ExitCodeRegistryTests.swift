@@ -1,7 +1,7 @@
 import BLECore
 import DFUCore
 import DFUPackage
-import Fleet
+import Batch
 import Foundation
 import GATT
 import Testing

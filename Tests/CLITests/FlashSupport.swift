@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import PlatformIO
+import LinuxIO
 import Synchronization
 import Testing
 

@@ -1,7 +1,7 @@
 import DFUCore
 import BledfuKit
 import Foundation
-import PlatformIO
+import LinuxIO
 import SecureDFU
 import Testing
 

@@ -1,6 +1,6 @@
-import Fleet
+import Batch
 import Foundation
-import PlatformIO
+import LinuxIO
 import LineStore
 import Testing
 

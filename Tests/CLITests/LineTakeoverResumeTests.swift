@@ -1,5 +1,5 @@
 import DFUPackage
-import Fleet
+import Batch
 import Foundation
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import PlatformIO
+import LinuxIO
 import Testing
 
 /// `bledfu package inspect|verify|create` on MCUboot images and NCS zips, as a child process.

@@ -1,4 +1,4 @@
-import Fleet
+import Batch
 import Foundation
 import LineStore
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import PlatformIO
+import LinuxIO
 import Testing
 
 /// MCUboot's imgtool from PyPI, installed by tools/python-env into .venv-tools (pinned version).

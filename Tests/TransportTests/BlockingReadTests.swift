@@ -1,5 +1,5 @@
 import Foundation
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import Testing
 

@@ -1,9 +1,9 @@
 import BLECore
 import BlueZTransport
-import PlatformIO
+import LinuxIO
 import Testing
 
-/// Raising a BlueZ link's security at the syscall boundary (PlatformIO's SyscallMock): `BT_SECURITY` is read, set,
+/// Raising a BlueZ link's security at the syscall boundary (LinuxIO's SyscallMock): `BT_SECURITY` is read, set,
 /// the socket waited on until the kernel has encrypted the link, and read again.
 @Suite struct BlueZLinkSecurityTests {
     static let fd: CInt = 7002

@@ -1,7 +1,7 @@
 #if ENABLE_MOCKING
 import BLECore
 import BlueZTransport
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import Testing
 
@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-/// The peripheral role and link tuning at the syscall boundary (PlatformIO's SyscallMock).
+/// The peripheral role and link tuning at the syscall boundary (LinuxIO's SyscallMock).
 @Suite(.timeLimit(.minutes(5))) struct BlueZPeripheralSyscallTests {
     static let listener = 9001
     static let hci = 9002

@@ -1,7 +1,7 @@
 #if ENABLE_MOCKING
 import BLECore
 import BlueZTransport
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import Testing
 
@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-/// Adapter lookup and the HCI scan sequence at the syscall boundary (PlatformIO's SyscallMock).
+/// Adapter lookup and the HCI scan sequence at the syscall boundary (LinuxIO's SyscallMock).
 @Suite(.timeLimit(.minutes(5))) struct BlueZScannerTests {
     static let fd = 9999
     static let adapter = BlueZAdapterInfo(id: 0, name: "hci0", address: BluetoothAddress("00:1A:7D:DA:71:13"), isUp: true)

@@ -1,7 +1,7 @@
 #if ENABLE_MOCKING
 import BLECore
 import BlueZTransport
-import PlatformIO
+import LinuxIO
 import Synchronization
 import SystemPackage
 import Testing
@@ -10,7 +10,7 @@ import Testing
 import Glibc
 #endif
 
-/// Waiting for an L2CAP socket's send queue before HCI Disconnect, at the syscall boundary (PlatformIO's
+/// Waiting for an L2CAP socket's send queue before HCI Disconnect, at the syscall boundary (LinuxIO's
 /// SyscallMock). The kernel answers TIOCOUTQ on Bluetooth sockets with the free space of the send buffer, so
 /// "drained" is an answer equal to SO_SNDBUF.
 @Suite(.timeLimit(.minutes(5))) struct BlueZSendQueueTests {

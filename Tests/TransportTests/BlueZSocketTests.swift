@@ -1,7 +1,7 @@
 import BLECore
 import BlueZTransport
 import CBlueZShim
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import Testing
 
@@ -56,7 +56,7 @@ private let peer = PeerAddress(BluetoothAddress("C0:FF:EE:00:00:01")!, type: .ra
 }
 
 #if ENABLE_MOCKING
-/// The L2CAP and HCI socket sequences at the syscall boundary, answered by PlatformIO's SyscallMock.
+/// The L2CAP and HCI socket sequences at the syscall boundary, answered by LinuxIO's SyscallMock.
 @Suite(.timeLimit(.minutes(5))) struct BlueZSyscallSequenceTests {
     static let fd = 9999
 

@@ -85,7 +85,7 @@ import Testing
     }
 }
 
-/// Pins the Linux struct layouts PlatformIO uses through CLinuxShim: `struct epoll_event` as the kernel lays it out
+/// Pins the Linux struct layouts LinuxIO uses through CLinuxShim: `struct epoll_event` as the kernel lays it out
 /// (packed on x86_64: 12 bytes, data at 4), and `struct mmsghdr` (shim.c also asserts it against the GNU header).
 @Suite struct CLinuxShimLayoutTests {
     @Test func epollEvent() {

@@ -1,6 +1,6 @@
 import BLECore
 import Foundation
-import PlatformIO
+import LinuxIO
 import Synchronization
 import Testing
 import VirtualRadio

@@ -4,7 +4,7 @@ import SystemPackage
 import Testing
 import VirtualRadio
 
-@testable import PlatformIO
+@testable import LinuxIO
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 #if ENABLE_MOCKING
 import BLECore
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import Testing
 

@@ -1,5 +1,5 @@
 import BLECore
-import PlatformIO
+import LinuxIO
 import Synchronization
 import SystemPackage
 import Testing

@@ -1,6 +1,6 @@
 import BLECore
 import Foundation
-import PlatformIO
+import LinuxIO
 import Testing
 import VirtualRadio
 

@@ -1,7 +1,7 @@
 import ATT
 import BLECore
 import GATT
-import PlatformIO
+import LinuxIO
 import Testing
 import VirtualRadio
 

@@ -1,6 +1,6 @@
-import Fleet
+import Batch
 import Foundation
-import PlatformIO
+import LinuxIO
 
 /// Shows a running line: on a terminal a frame redrawn in place (one line per active device and the totals), on a
 /// pipe one line per finished device and the totals, with `--json` NDJSON events (docs/batch.md, "Live view").

@@ -1,4 +1,4 @@
-import Fleet
+import Batch
 
 /// `bledfu batch` exit codes (50-59), documented in docs/batch.md. 0 means every device is done or skipped.
 enum BatchExit {

@@ -1,7 +1,7 @@
 import BledfuKit
 import DFUCore
 import DFUPackage
-import Fleet
+import Batch
 import Foundation
 import LegacyDFU
 import MCUbootImage

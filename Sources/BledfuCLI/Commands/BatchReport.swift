@@ -1,6 +1,6 @@
 import BledfuKit
 import ArgumentParser
-import Fleet
+import Batch
 import Foundation
 import LineStore
 
@@ -26,7 +26,7 @@ struct BatchReport: AsyncParsableCommand {
 
     enum ExportFormat: String, ExpressibleByArgument, CaseIterable {
         case csv, json, junit
-        var fleet: BatchExport.Format { BatchExport.Format(rawValue: rawValue) ?? .csv }
+        var library: BatchExport.Format { BatchExport.Format(rawValue: rawValue) ?? .csv }
     }
 
     func run() async throws {
@@ -47,7 +47,7 @@ struct BatchReport: AsyncParsableCommand {
             let records = try await log.devices(batch: batch, station: station)
             let attempts = try await log.attempts(batch: batch, station: station)
             await log.close()
-            text = BatchExport.render(records, attempts: attempts, as: format.fleet)
+            text = BatchExport.render(records, attempts: attempts, as: format.library)
         } catch {
             await log.close()
             throw CLIError(error)

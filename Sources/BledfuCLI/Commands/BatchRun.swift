@@ -1,7 +1,7 @@
 import BledfuKit
 import ArgumentParser
 import BLECore
-import Fleet
+import Batch
 import Foundation
 import LineStore
 import Synchronization

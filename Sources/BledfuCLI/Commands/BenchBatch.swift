@@ -1,7 +1,7 @@
 import ArgumentParser
 import BLECore
 import DFUSimulator
-import Fleet
+import Batch
 import Foundation
 
 /// `bledfu bench batch`: wall time of N virtual devices flashed in parallel by `bledfu batch`'s scheduler against

@@ -1,7 +1,7 @@
 import DFUPackage
 import Foundation
 import MCUbootImage
-import PlatformIO
+import LinuxIO
 
 /// `bledfu bench --device ADDR --package ZIP`: each mode, `repetitions` times, as a complete `bledfu flash` run (a
 /// child process of this executable, so connect, buttonless jump, reconnects and journal behave exactly as in a

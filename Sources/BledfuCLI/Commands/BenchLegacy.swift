@@ -5,7 +5,7 @@ import DFUSimulator
 import Foundation
 import GATT
 import LegacyDFU
-import PlatformIO
+import LinuxIO
 import SecureDFU
 import VirtualRadio
 

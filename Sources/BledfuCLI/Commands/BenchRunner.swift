@@ -4,7 +4,7 @@ import DFUPackage
 import DFUSimulator
 import Foundation
 import GATT
-import PlatformIO
+import LinuxIO
 import SecureDFU
 import VirtualRadio
 

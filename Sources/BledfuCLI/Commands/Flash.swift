@@ -1,7 +1,7 @@
 import DFUCore
 import ArgumentParser
 import Synchronization
-import PlatformIO
+import LinuxIO
 import BLECore
 import Dispatch
 import Foundation

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Fleet
+import Batch
 import Foundation
 import LineDashboard
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import BledfuKit
-import Fleet
+import Batch
 import Foundation
 import LineStore
 

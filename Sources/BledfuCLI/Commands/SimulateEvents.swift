@@ -1,6 +1,6 @@
 import BLECore
 import DFUSimulator
-import PlatformIO
+import LinuxIO
 import SimulatorHost
 
 /// Lines the simulator prints: text on standard error, or NDJSON on standard output with `--json`.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import BLECore
 import DFUSimulator

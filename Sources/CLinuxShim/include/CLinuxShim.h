@@ -1,5 +1,5 @@
 /*
- * CLinuxShim: the Linux declarations PlatformIO calls that Swift's Glibc module leaves out (the swift-nio
+ * CLinuxShim: the Linux declarations LinuxIO calls that Swift's Glibc module leaves out (the swift-nio
  * CNIOLinux shape): epoll (<sys/epoll.h>: struct epoll_event with the kernel's layout, packed on x86_64) and the
  * GNU sendmmsg(2)/recvmmsg(2) with `struct mmsghdr`, and `struct ucred` of SO_PEERCRED, which need _GNU_SOURCE
  * (defined in shim.c, where the two one-line forwards live and the layouts are asserted against the GNU headers). Declarations only; layouts are pinned by Tests/TransportTests/CShimLayoutTests.swift.

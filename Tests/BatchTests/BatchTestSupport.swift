@@ -2,7 +2,7 @@ import BLECore
 import Foundation
 import Synchronization
 
-@testable import Fleet
+@testable import Batch
 
 /// A fake per-device flash: scripted results per address, counts calls and concurrency, and (optionally) holds
 /// every flash until `hold` of them are running at once, so a concurrency bound is observed without timing.

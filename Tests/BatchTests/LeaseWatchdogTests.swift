@@ -4,7 +4,7 @@ import GATT
 import Synchronization
 import Testing
 
-@testable import Fleet
+@testable import Batch
 
 /// A station whose heartbeat no longer reaches the database must stop before its lease runs out: the watchdog calls
 /// `leaseLost` once no heartbeat has succeeded for 0.6 of the lease, on the injected clock (no real waiting).

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import Fleet
+@testable import Batch
 
 /// One schema description, rendered for SQLite and PostgreSQL; a log made before the version table migrates.
 @Suite struct LineSchemaTests {

@@ -2,7 +2,7 @@ import BLECore
 import Foundation
 import Testing
 
-@testable import Fleet
+@testable import Batch
 
 @Suite(.timeLimit(.minutes(5))) struct PlanParserTests {
     static let full = """

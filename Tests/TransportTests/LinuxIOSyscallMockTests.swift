@@ -1,11 +1,11 @@
 #if ENABLE_MOCKING
 import BLECore
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import Testing
 
 /// The syscall policy (EINTR retried, EAGAIN as a value) and the socket bearer at the syscall boundary.
-@Suite(.timeLimit(.minutes(5))) struct PlatformIOSyscallMockTests {
+@Suite(.timeLimit(.minutes(5))) struct LinuxIOSyscallMockTests {
     /// A descriptor number no real socket uses in these tests: every call on it is scripted.
     let fakeFD = SocketDescriptor(rawValue: 9999)
 

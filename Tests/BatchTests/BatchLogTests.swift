@@ -7,7 +7,7 @@ import Testing
     import FoundationXML
 #endif
 
-@testable import Fleet
+@testable import Batch
 
 @Suite(.timeLimit(.minutes(5))) struct BatchLogTests {
     static let date = Date(timeIntervalSince1970: 1_800_000_000)

@@ -1,11 +1,11 @@
 import BLECore
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import Testing
 import VirtualRadio
 
 /// SocketBearer over real socketpair(AF_UNIX, SOCK_SEQPACKET).
-@Suite(.timeLimit(.minutes(5))) struct PlatformIOSocketBearerTests {
+@Suite(.timeLimit(.minutes(5))) struct LinuxIOSocketBearerTests {
     /// Yields until the reactor holds `count` waits on `fd` (the operation has really suspended). No sleeping:
     /// each iteration lets other tasks run; the reactor thread registers within a few iterations.
     func waitUntilSuspended(_ fd: SocketDescriptor?, count: Int = 1) async {

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import Fleet
+@testable import Batch
 
 @Suite(.timeLimit(.minutes(5))) struct SchedulerTests {
     /// 12 devices on two adapters with two links each: never more than two per adapter or four in all, and the

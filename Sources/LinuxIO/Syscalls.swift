@@ -1,4 +1,4 @@
-// Every call bledfu makes to the C library goes through the `system_*` wrappers of PlatformIO's Syscalls*.swift
+// Every call bledfu makes to the C library goes through the `system_*` wrappers of LinuxIO's Syscalls*.swift
 // files (this one: the policy helpers and the mocking hook; by concern: +Sockets, +Messages, +Epoll, +Files,
 // +Bluetooth). Each wrapper is a thin `@inline(never)` call with a mocking hook (the swift-system "Mocking"
 // pattern): when a `SyscallMock` is installed for the current task, the call is recorded and answered from the

@@ -3,7 +3,7 @@ import DFUProtocol
 import Foundation
 import Testing
 
-@testable import Fleet
+@testable import Batch
 
 @Suite(.timeLimit(.minutes(5))) struct DiscoveryTests {
     static func advertisement(_ address: String, name: String?, services: [BluetoothUUID] = [SecureDFUUUID.service], rssi: Int8? = -50)
