@@ -59,9 +59,10 @@ scenario_flash() {
 		stop_pid $SIM; stop_pid $MON
 		return
 	fi
+	STEPS="simulator advertising $(since "$TS") s"
 	TSCAN=$(up)
 	timeout 30 bledfu scan --adapter hci0 --duration 3 > $S/scan.txt 2>&1
-	STEPS="scan $(since "$TSCAN") s"
+	STEPS="$STEPS, scan $(since "$TSCAN") s"
 	if grep -q "$APP" $S/scan.txt; then
 		pass "scan: bledfu on hci0 finds the virtual bracelet $APP that hci1 advertises ($(grep "$APP" $S/scan.txt | head -1 | tr -s ' '))"
 	else
@@ -82,7 +83,9 @@ scenario_flash() {
 		fail "buttonless jump: no bootloader at $BOOT"; show $S/simulate.log
 	fi
 	grep -i "link:" $S/flash.txt | head -2 | sed 's/^/VMTEST: /'
+	TG=$(up)
 	STATUS=$(bledfu simulate status --status-dir $S/device/status 2>&1)
+	STEPS="$STEPS, status $(since "$TG") s"
 	if echo "$STATUS" | grep -q "app v2"; then
 		pass "device reports the new image: $STATUS"
 	else
@@ -104,10 +107,14 @@ scenario_flash() {
 	else
 		fail "gatttool did not read the GATT database"; show $S/gatttool.txt
 	fi
+	TG=$(up)
 	stop_pid $SIM
 	stop_pid $MON
+	STEPS="$STEPS, stop $(since "$TG") s"
 	# Link tuning, from the capture: the LE Connection Update bledfu asked for completed at 7.5 ms.
+	TG=$(up)
 	btmon -r "$OUT/flash.btsnoop" > $S/btmon.txt 2>&1
+	STEPS="$STEPS, btmon -r $(since "$TG") s"
 	if grep -A4 "LE Connection Update Complete" $S/btmon.txt | grep -q "Connection interval: 7.50 msec"; then
 		pass "link tuning: LE Connection Update to 7.5 ms completed (LE Set PHY and LE Set Data Length sent $(grep -c 'HCI Command: LE Set PHY' $S/btmon.txt) and $(grep -c 'HCI Command: LE Set Data Length' $S/btmon.txt) times: btvirt answers Unknown HCI Command)"
 	else
