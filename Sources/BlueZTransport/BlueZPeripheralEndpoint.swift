@@ -19,12 +19,13 @@ public final class BlueZPeripheralEndpoint: BLEPeripheral {
     /// The link with `BT_SECURITY`; ending it closes the socket and then drops the LE link, as a rebooting device
     /// does (the kernel would otherwise keep it for seconds, and the central would wait for the disconnect). The
     /// peripheral first waits until the socket's last PDUs (the response to the final Execute) went to the
-    /// controller: a Nordic bootloader resets only then.
+    /// controller: a Nordic bootloader resets only then. The device reads through a ``ReadAheadBearer``: the kernel
+    /// drops ATT PDUs its socket buffer cannot hold, which a real peripheral's link layer never does.
     public func accept() async throws(BearerError) -> PeripheralConnection {
         let socket = try await peripheral.accept(drainingBeforeDisconnect: true)
         let peripheral = self.peripheral
         return PeripheralConnection(
-            bearer: BlueZSecureLink(socket), closeNow: { socket.closeNow() },
+            bearer: ReadAheadBearer(BlueZSecureLink(socket)), closeNow: { socket.closeNow() },
             end: {
                 let handle = socket.linkInfo.connectionHandle
                 await socket.close()
