@@ -1,7 +1,7 @@
 import BLECore
 import BlueZTransport
 import Glibc
-import PlatformIO
+import LinuxIO
 import Testing
 import VirtualRadio
 
