@@ -171,7 +171,7 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
-    .executableTarget(name: "bledfu", dependencies: ["BledfuCLI"], swiftSettings: swiftSettings),
+    .executableTarget(name: "bledfu", dependencies: ["BledfuCLI", log], swiftSettings: swiftSettings),
     // docs/library.md's example: a Swift program that flashes a virtual device with the public API only.
     .executableTarget(
         name: "FlashVirtualDevice", dependencies: ["BledfuKit", "VirtualRadio"], path: "Examples/FlashVirtualDevice",

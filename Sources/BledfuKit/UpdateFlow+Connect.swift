@@ -1,3 +1,4 @@
+import Logging
 import BLECore
 import DFUCore
 import GATT
@@ -82,6 +83,7 @@ extension UpdateFlow {
             var found: PeerAddress?
             do {
                 let remaining = clock.now.duration(to: deadline)
+                logger.debug("looking for the device", metadata: ["location": "\(location)", "for": "\(remaining)"])
                 for try await advertisement in updater.adapter.scan(filter: ScanFilter(), duration: remaining) {
                     let name = advertisement.parsed.name
                     let label = advertisement.peer.address.description + (name.map { " (\($0))" } ?? "")
@@ -102,6 +104,7 @@ extension UpdateFlow {
                 continue
             }
             guard let peer = found else { break }
+            logger.debug("connecting", metadata: ["peer": "\(peer)"])
             do {
                 return (try await connect(peer), peer)
             } catch {

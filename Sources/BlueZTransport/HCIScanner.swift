@@ -48,6 +48,7 @@ public struct HCIScanner: Sendable {
         let fd = try open()
         defer { try? fd.close() }
         let mode = try await start(fd)
+        logger.debug("scanning", metadata: ["adapter": "\(adapter.name)", "mode": "\(mode)", "duration": "\(duration)"])
         var folder = AdvertisementFolder(filter: filter)
         var failure: AdapterError?
         while ContinuousClock.now < deadline {
@@ -62,9 +63,13 @@ public struct HCIScanner: Sendable {
                     continue
                 }
                 if case .advertisingReports(let reports) = event {
-                    for item in reports { if let advertisement = folder.fold(item) { report(advertisement) } }
+                    for item in reports {
+                        logger.trace("advertising report", metadata: ["peer": "\(item.address)"])
+                        if let advertisement = folder.fold(item) { report(advertisement) }
+                    }
                 }
             } catch {
+                logger.debug("scan ends", metadata: ["adapter": "\(adapter.name)", "reason": "\(error)"])
                 if error != .timedOut && error != .canceled {
                     failure = BlueZErrors.adapterError(errno: error.rawValue, operation: .scan, adapter: adapter.name)
                 }
@@ -72,6 +77,7 @@ public struct HCIScanner: Sendable {
             }
         }
         await stop(fd, mode: mode)
+        logger.debug("scan stopped", metadata: ["adapter": "\(adapter.name)"])
         if let failure { throw failure }
     }
 

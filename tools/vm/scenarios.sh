@@ -69,7 +69,7 @@ scenario_flash() {
 		fail "scan: $APP not found"; show $S/scan.txt
 	fi
 	TF=$(up)
-	timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal > $S/flash.txt 2>&1
+	BLEDFU_LOG=debug timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
 	STEPS="$STEPS, flash $(since "$TF") s"
 	if [ $RC = 0 ]; then
