@@ -154,7 +154,7 @@ var targets: [Target] = [
     // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
     .target(
         name: "BledfuTestSupport",
-        dependencies: ["BLECore", "GATT", "DFUSimulator", "VirtualRadio"],
+        dependencies: ["BLECore", "GATT", "DFUSimulator", "DFUPackage", "LegacyDFU", "VirtualRadio"],
         swiftSettings: swiftSettings
     ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
@@ -247,7 +247,9 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "LegacyDFUTests",
-        dependencies: ["LegacyDFU", "DFUCore", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio", log],
+        dependencies: [
+            "LegacyDFU", "DFUCore", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio", "BledfuTestSupport", log,
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(

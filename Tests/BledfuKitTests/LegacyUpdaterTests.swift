@@ -151,6 +151,45 @@ enum LegacyKitFixture {
         #expect(try await store().load(deviceAddress: LegacyKitFixture.address.description, packageSHA256: package.sha256) == nil)
     }
 
+    /// A package signed by `package create --key-file` (dfu_version 0.8) through the updater onto an SDK 11 device
+    /// built with the signing template: installed when the device holds the package's key; with another key the
+    /// device refuses the init packet (`10 02 06`), the update fails with one line and the old application stays.
+    @Test func signedPackageOnTheSigningTemplate() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let pem = try PackageKeys.readPEM(root.appendingPathComponent("Firmware/keys/test-signing-key-DO-NOT-USE.pem"))
+        var builder = PackageBuilder()
+        builder.application = PackageBuilder.Image(stem: "app", bytes: LegacyKitFixture.image)
+        builder.applicationVersion = 2
+        builder.legacy = LegacyOptions()
+        builder.signingKey = try PackageKeys.privateKey(pem: pem)
+        let bytes = try builder.archive()
+        let package = PackageSource(fileName: "signed.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        // X ‖ Y of Firmware/keys/test-signing-key-DO-NOT-USE.pub.pem, big-endian.
+        let key = "15c440deed1c9611a94a2646bb94da73b3acee3fc1dd93b91682ad7543c3ba79"
+            + "46670db2dbbce0ff6c67549be4a0c195e1f1767f20ac517dd65fbc39de3f09d8"
+
+        let holdsKey = VirtualLegacyDevice(
+            profile: LegacyKitFixture.profile { .sdk11NRF51Signed(address: $0, key: key) }, clock: ContinuousClock())
+        _ = try await Updater(adapter: VirtualDeviceAdapter(devices: [holdsKey]), clock: ContinuousClock())
+            .update(LegacyKitFixture.request(package))
+        let installed = await holdsKey.state().installed.application
+        #expect(installed?.sha256 == DFUSimulatorDigest.sha256Hex(LegacyKitFixture.image))
+        #expect(installed?.version == 2)
+
+        let otherKey = VirtualLegacyDevice(
+            profile: LegacyKitFixture.profile { .sdk11NRF51Signed(address: $0, key: LegacyDeviceProfile.sdk11SigningTemplateKey) },
+            clock: ContinuousClock())
+        do {
+            _ = try await Updater(adapter: VirtualDeviceAdapter(devices: [otherKey]), clock: ContinuousClock())
+                .update(LegacyKitFixture.request(package))
+            Issue.record("a device holding another key took the package")
+        } catch {
+            #expect(error.message.contains("operation failed"), "\(error.message)")
+        }
+        let kept = await otherKey.state().installed.application
+        #expect(kept?.version == 1 && kept?.sha256 != DFUSimulatorDigest.sha256Hex(LegacyKitFixture.image))
+    }
+
     /// A Secure package on a Legacy device, and a Legacy package on a Secure device: one line each, nothing sent.
     @Test func packageOfTheOtherFamily() async throws {
         let legacyDevice = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())

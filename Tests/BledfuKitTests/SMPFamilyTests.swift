@@ -14,10 +14,10 @@ import Testing
 @Suite struct SMPFamilyTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static func device(faults: SMPFaults = .none) throws -> VirtualSMPDevice {
+    static func device(faults: SMPFaults = .none, speedup: Double = 2000) throws -> VirtualSMPDevice {
         var profile = try JSONDecoder().decode(
             SMPDeviceProfile.self, from: Data(contentsOf: root.appendingPathComponent("Firmware/smp-sensor.json")))
-        profile.speedup = 2000
+        profile.speedup = speedup
         return VirtualSMPDevice(profile: profile, faults: faults, clock: ContinuousClock())
     }
 
@@ -57,6 +57,54 @@ import Testing
         #expect(await device.imageState().active()?.hash == image.hashTLV)
         let counters = await device.state().counters
         #expect(counters.uploadBytesReceived <= image.bytes.count + 4 * 2475)
+    }
+
+    /// Issue 16 §4, across stations: station A's run is killed half way (its journal keeps the offset); station B,
+    /// with a journal directory of its own that knows nothing of it (another machine or state dir), updates the same
+    /// device: it starts at the offset the device holds for the same `sha`, sends at most one window twice, and the
+    /// device ends with the new image confirmed.
+    @Test func anotherStationResumesFromTheDeviceOffset() async throws {
+        // Real time divided by 4: the upload takes about a second, so the kill lands inside it even on a loaded machine.
+        let device = try Self.device(speedup: 4)
+        let (package, image) = try Self.package()
+        let adapter = VirtualSMPDeviceAdapter(devices: [device])
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("bledfu-smp-stations-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        func station(_ name: String) -> JournalFileStore {
+            JournalFileStore(
+                directory: root.appendingPathComponent(name), packagePath: "/\(name)/smp-sensor-app-v2.bin", adapter: "virtual",
+                addressType: "random")
+        }
+        let half = image.bytes.count / 2
+        let first = Updater(adapter: adapter, clock: ContinuousClock(), journal: station("a"))
+            .start(Self.request(package, device: device))
+        for await event in first {
+            if case .progress(let progress) = event, progress.bytes >= half { first.cancel() }
+        }
+        await #expect(throws: DFUError.self) { try await first.result() }
+        let held = try #require(await device.state().upload?.offset)
+        #expect(held >= half && held < image.bytes.count, "held \(held)")
+        let receivedBefore = await device.state().counters.uploadBytesReceived
+        // Station A's journal has the offset; station B's directory is empty.
+        let savedA = try await station("a").load(deviceAddress: device.profile.address.description, packageSHA256: package.sha256)
+        #expect(try savedA?.resume?.decode(SMPResume.self).offset ?? 0 > 0)
+        #expect(try await station("b").load(deviceAddress: device.profile.address.description, packageSHA256: package.sha256) == nil)
+
+        let second = Updater(adapter: adapter, clock: ContinuousClock(), journal: station("b"))
+            .start(Self.request(package, device: device))
+        var firstProgress: Int?
+        for await event in second {
+            if case .progress(let progress) = event, firstProgress == nil { firstProgress = progress.bytes }
+        }
+        _ = try await second.result()
+        // Station B's first progress is the device's offset (at least what it held when A was killed).
+        let resumedAt = try #require(firstProgress)
+        #expect(resumedAt >= held, "held \(held), station B started at \(resumedAt)")
+        let active = try #require(await device.imageState().active())
+        #expect(active.hash == image.hashTLV && active.confirmed)
+        // Station B sent the rest and at most one window again (the device's buffer count of 2475-byte chunks).
+        let sentByB = await device.state().counters.uploadBytesReceived - receivedBefore
+        #expect(sentByB <= image.bytes.count - held + 4 * 2475, "station B sent \(sentByB) bytes, the device held \(held)")
     }
 
     @Test func uploadOnlyLeavesThePendingDecisionToTheUser() async throws {

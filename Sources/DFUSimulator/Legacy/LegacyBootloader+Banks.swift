@@ -81,6 +81,7 @@ extension LegacyBootloader {
 
     /// dfu_init_prevalidate: SDK 11 `dfu_init_template.c` or Adafruit `src/dfu_init.c` (legacy-dfu.md §5.4).
     func prevalidate() -> LegacyStatus {
+        if profile.initSigningKey != nil, profile.kind == .sdk11 { return signedPrevalidate() }
         // Length: at least dfu_init_packet_t (12 bytes) and 2 bytes of extension → NRF_ERROR_INVALID_LENGTH.
         guard initPacket.count >= 12 else { return .operationFailed }
         let count = Int(word16(8))
@@ -110,6 +111,7 @@ extension LegacyBootloader {
     /// dfu_init_postvalidate: CRC-16 of the image against the first two bytes of the extension (SDK ≤ 6.1: the
     /// 2-byte init packet; none received: not checked). A 0.6/0.7 init packet has its extension id there: it fails.
     func postvalidate(_ image: [UInt8]) -> Bool {
+        if profile.initSigningKey != nil, profile.kind == .sdk11 { return signedPostvalidate(image) }
         let offset: Int
         if profile.kind == .sdk6 {
             guard initPacket.count >= 2 else { return true }

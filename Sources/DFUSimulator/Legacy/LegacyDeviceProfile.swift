@@ -87,6 +87,11 @@ public struct LegacyDeviceProfile: Codable, Sendable, Hashable {
     public var receiveBufferSize: Int
     /// `m_init_packet[]`: 128 bytes (dual bank, Adafruit), 64 (SDK 11 single bank).
     public var initPacketCapacity: Int
+    /// The bootloader built with SDK 11's `experimental/dfu_init_template_signing.c` instead of
+    /// `dfu_init_template.c`: the public key it holds (`Qx` ‖ `Qy`, 64 bytes, as hex), against which it checks a
+    /// dfu_version 0.8 init packet's ECDSA P-256 signature, then the image's length and SHA-256 at Validate. Nil: the
+    /// plain template (a CRC-16). ``sdk11SigningTemplateKey`` is the key the SDK's template holds.
+    public var initSigningKey: String?
     /// Flash timing and the pstorage queue (`PSTORAGE_CMD_QUEUE_SIZE`: 10 in SDK 11, 18 in Adafruit's);
     /// `bank_size` is not used (the layout decides).
     public var flash: FlashParameters
@@ -115,6 +120,7 @@ public struct LegacyDeviceProfile: Codable, Sendable, Hashable {
         case receiveBuffers = "receive_buffers"
         case receiveBufferSize = "receive_buffer_size"
         case initPacketCapacity = "init_packet_capacity"
+        case initSigningKey = "init_signing_key"
         case inactivityTimeoutSeconds = "inactivity_timeout_s"
         case dfuEnabled = "dfu_enabled"
     }
@@ -126,8 +132,9 @@ public struct LegacyDeviceProfile: Codable, Sendable, Hashable {
         deviceType: UInt16 = 0xFFFF, deviceRevision: UInt16 = 0xFFFF, softDeviceFWID: UInt16, applicationStart: Int,
         layout: LegacyFlashLayout, receiveBuffers: Int = 8, receiveBufferSize: Int = 32, initPacketCapacity: Int = 128,
         flash: FlashParameters, inactivityTimeoutSeconds: Double = 120, link: LinkParameters,
-        installed: InstalledImages, dfuEnabled: Bool = true, speedup: Double = 1
+        installed: InstalledImages, dfuEnabled: Bool = true, speedup: Double = 1, initSigningKey: String? = nil
     ) {
+        self.initSigningKey = initSigningKey
         self.family = "legacy"
         self.kind = kind
         self.name = name
