@@ -85,3 +85,32 @@ import Testing
         #expect(LegacyBench.modes(nil) == ["adaptive", "ios", "android", "nrfutil"])
     }
 }
+
+/// `bench --device`: the ceiling and bound of the link a real device got, computed as for a virtual cell.
+@Suite struct DeviceLinkTests {
+    /// The line `bledfu flash` prints on BlueZ (`LinkTuningReport`), for the link of the `fast` profile: 2M, LL 251,
+    /// 7.5 ms, 8 packets per event, not encrypted. The figures match the virtual cell's link (its flash aside).
+    @Test func aReportedLinkGivesTheVirtualCellsFigures() throws {
+        let fast = try BenchFamilyTests.profile("fast", as: DeviceProfile.self)
+        let line = "bledfu: link: interval 7.5 ms, latency 0, timeout 4000 ms; PHY 2M/2M (tx/rx); data length 251/251 bytes (tx/rx)"
+        let link = try #require(DeviceLink(reportLine: line, mtu: 247, packetsPerEvent: fast.link.packetsPerEvent))
+        #expect(link.connectionIntervalMs == 7.5 && link.phy == "2M" && link.dataLength == 251)
+        var run = BenchRun(mode: "adaptive", profile: "device", imageBytes: 4096, repetition: 1)
+        link.fill(&run)
+        let virtual = LinkModel(profile: fast)
+        #expect(run.mtu == 247)
+        #expect(run.ceilingBytesPerSecond == virtual.ceiling(mtu: 247).airWriteWithoutResponse)
+        // The device's flash is unknown: the link's bound is at least the virtual device's (its flash costs time).
+        let bound = virtual.protocolBound(mtu: 247, objectSize: fast.dataObjectMaxSize)
+        #expect(run.protocolBoundBytesPerSecond >= bound)
+        #expect(run.protocolBoundBytesPerSecond < run.ceilingBytesPerSecond)
+    }
+
+    @Test func aLinkWithoutFiguresGivesNone() {
+        #expect(DeviceLink(reportLine: "bledfu: link: interval unchanged") == nil)
+        #expect(DeviceLink(reportLine: "bledfu: link: interval 30 ms; PHY Coded/Coded (tx/rx); data length 27/27 bytes (tx/rx)") == nil)
+        #expect(DeviceLink(reportLine: "flashing") == nil)
+        let slow = DeviceLink(reportLine: "link: interval 45 ms; PHY 1M/1M (tx/rx); data length 27/27 bytes (tx/rx)")
+        #expect(slow == DeviceLink(connectionIntervalMs: 45, phy: "1M", dataLength: 27))
+    }
+}
