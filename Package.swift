@@ -150,6 +150,16 @@ var targets: [Target] = [
         dependencies: ["BLECore", "DFUSimulator", "LinuxIO", "VirtualRadio", log],
         swiftSettings: swiftSettings
     ),
+    // The bench (`bledfu bench`, docs/benchmarks.md): one loop that runs every family's engine against in-process
+    // virtual devices over real socket pairs and measures it against the model's bound. The CLI only renders it.
+    .target(
+        name: "Bench",
+        dependencies: [
+            "BLECore", "ATT", "GATT", "DFUPackage", "DFUSimulator", "SecureDFU", "LegacyDFU", "MCUmgr", "MCUbootImage",
+            "VirtualRadio",
+        ],
+        swiftSettings: swiftSettings
+    ),
     // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
     // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
     .target(
@@ -163,7 +173,7 @@ var targets: [Target] = [
         dependencies: [
             "BLECore", "ATT", "GATT", "LinuxIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
             "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Batch", "BledfuKit", "SimulatorHost", "MCUbootImage",
-            "MCUmgr", "LineStore", "LineDashboard",
+            "MCUmgr", "LineStore", "LineDashboard", "Bench",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -286,6 +296,11 @@ var targets: [Target] = [
     .testTarget(
         name: "LineDashboardTests",
         dependencies: ["LineDashboard", "Batch"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "BenchTests",
+        dependencies: ["Bench", "DFUSimulator", "LegacyDFU", "MCUmgr"],
         swiftSettings: swiftSettings
     ),
     .testTarget(

@@ -22,7 +22,7 @@ LAYERS = {
     "DFUCore": 4, "MCUbootImage": 4, "LinuxIO": 4,
     "SecureDFU": 5, "LegacyDFU": 5, "MCUmgr": 5, "VirtualRadio": 5, "BlueZTransport": 5,
     "DFUSimulator": 6, "Batch": 6,
-    "BledfuKit": 7, "SimulatorHost": 7, "BledfuTestSupport": 7, "LineStore": 7, "LineDashboard": 7,
+    "BledfuKit": 7, "SimulatorHost": 7, "Bench": 7, "BledfuTestSupport": 7, "LineStore": 7, "LineDashboard": 7,
     "BledfuCLI": 8, "FlashVirtualDevice": 8, "FuzzPackage": 8, "FuzzInitPacket": 8, "FuzzATT": 8,
     "FuzzATTClient": 8, "FuzzSecureDFU": 8, "FuzzCBOR": 8, "FuzzPlan": 8, "FuzzLegacyDFU": 8,
     "FuzzFaultCampaign": 8, "CoreBenchmarks": 8,

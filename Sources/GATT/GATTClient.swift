@@ -232,6 +232,14 @@ public struct GATTClient: Sendable {
         try await att.command(.writeCommand(handle: handle, value: value))
     }
 
+    /// Write Without Response of every value of `values` to `handle` as one burst (§4.9.1, one Write Command each):
+    /// in this order, nothing between them, in as few bearer calls as the bearer allows (``ATTClient/commands(encoded:)``).
+    /// Returns once the bearer took them all. A value longer than ATT_MTU − 3 throws `.invalidArgument` and nothing
+    /// is sent. What a DFU transport streams its packets with.
+    public func writeWithoutResponse(handle: UInt16, values: [ArraySlice<UInt8>]) async throws(ATTClientError) {
+        try await att.commands(encoded: values.map { ATTPDU.encodeWriteCommand(handle: handle, value: $0) })
+    }
+
     /// Writes the CCCD (§4.12.3 / Vol 3 Part G §3.3.3.3) of a discovered characteristic: `[.notification]`,
     /// `[.indication]`, or `[]` to stop. Throws `.invalidArgument` when the characteristic has no CCCD.
     public func setConfiguration(_ configuration: GATTClientConfiguration, of characteristic: GATTCharacteristic)

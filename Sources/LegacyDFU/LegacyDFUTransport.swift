@@ -114,12 +114,11 @@ public struct GATTLegacyTransport: LegacyDFUTransport {
         try await writePackets([bytes[...]])
     }
 
-    /// The packets as one burst of Write Commands (`ATTClient.commands(encoded:)`).
+    /// The packets as one burst of Write Commands (`GATTClient.writeWithoutResponse(handle:values:)`).
     public func writePackets(_ packets: [ArraySlice<UInt8>]) async throws(LegacyTransportError) {
         guard let packet else { throw LegacyTransportError(.notLegacy, "Legacy DFU service without a Packet characteristic (…1532)") }
-        let handle = packet.valueHandle
         do {
-            try await client.att.commands(encoded: packets.map { ATTPDU.encodeWriteCommand(handle: handle, value: $0) })
+            try await client.writeWithoutResponse(handle: packet.valueHandle, values: packets)
         } catch {
             throw Self.map(error)
         }

@@ -157,8 +157,10 @@ public struct SMPUploadStateMachine: Sendable {
             return fail(SMPError(.protocolViolation, "device answered offset \(offset), past the image's end (\(total))"))
         }
         if phase == .first || chunk.offset == 0 {
-            // The answer to a first chunk says where the device's upload stands (a resume when above 0).
-            if startOffset == nil { startOffset = offset }
+            // The answer to a first chunk says where the device's upload stands. At the chunk's own end the device
+            // wrote it: a fresh upload, started at 0. Any other offset is a held upload with the same sha, resumed
+            // there; the first chunk's data was not written (img_mgmt_upload_inspect), so it counts as resent.
+            if startOffset == nil { startOffset = offset == chunk.end ? 0 : offset }
             acknowledged = offset
             phase = .streaming
         } else {

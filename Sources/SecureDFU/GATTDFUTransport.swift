@@ -65,11 +65,10 @@ public struct GATTDFUTransport: DFUTransport {
         }
     }
 
-    /// The packets as one burst of Write Commands (`ATTClient.commands(encoded:)`: one bearer call per burst).
+    /// The packets as one burst of Write Commands (`GATTClient.writeWithoutResponse(handle:values:)`: one bearer call per burst).
     public func writePackets(_ packets: [ArraySlice<UInt8>]) async throws(DFUTransportError) {
-        let handle = packet.valueHandle
         do {
-            try await client.att.commands(encoded: packets.map { ATTPDU.encodeWriteCommand(handle: handle, value: $0) })
+            try await client.writeWithoutResponse(handle: packet.valueHandle, values: packets)
         } catch {
             throw Self.map(error)
         }

@@ -114,6 +114,29 @@ import Testing
         #expect(await link.server.value(handle: 0x0E) == [0xAA, 0xBB])
     }
 
+    /// A burst of Write Commands (what a DFU transport streams with): one command per value, in order, nothing
+    /// between them; a value over ATT_MTU − 3 sends nothing.
+    @Test func burstWriteWithoutResponse() async throws {
+        let delegate = RecordingDelegate()
+        let link = Link(delegate: delegate)
+        let values: [ArraySlice<UInt8>] = [[0x01, 0x02][...], [0x03][...], [0x04, 0x05, 0x06][...]]
+        try await link.client.writeWithoutResponse(handle: 0x0E, values: values)
+        try await link.client.write(handle: 0x0B, value: [0x03])  // a request after the burst: all of it arrived
+        #expect(
+            link.recorder.trace == [
+                // 52 = Write Command, handle 0x000E (LE), then the value.
+                "> 52 0E 00 01 02", "> 52 0E 00 03", "> 52 0E 00 04 05 06", "> 12 0B 00 03", "< 13",
+            ])
+        #expect(delegate.writes == ["0E 01 02 cmd", "0E 03 cmd", "0E 04 05 06 cmd", "0B 03 rsp"])
+        link.recorder.reset()
+        let tooLong = [UInt8](repeating: 0xEE, count: 21)[...]  // ATT_MTU 23: at most 20 octets of value
+        await #expect(throws: ATTClientError(.invalidArgument, "")) {
+            try await link.client.writeWithoutResponse(handle: 0x0E, values: [[0x07][...], tooLong])
+        }
+        try await link.client.write(handle: 0x0B, value: [0x04])
+        #expect(link.recorder.trace == ["> 12 0B 00 04", "< 13"])
+    }
+
     @Test func notifySubscriptionDeliversNotifications() async throws {
         let delegate = RecordingDelegate()
         let link = Link(delegate: delegate)

@@ -1,3 +1,4 @@
+import Bench
 import DFUPackage
 import Foundation
 import MCUbootImage
@@ -27,14 +28,11 @@ struct BenchDevice {
                 let (status, lastError) = try await Self.launch(executable, arguments)
                 let seconds = Date().timeIntervalSince(start)
                 let completed = status == 0
-                let run = BenchRun(
-                    mode: mode, profile: "device \(address)", imageBytes: imageBytes, repetition: repetition,
-                    seconds: seconds, bytesPerSecond: completed ? Double(imageBytes) / seconds : 0,
-                    ceilingBytesPerSecond: 0, airBytesPerSecond: 0, flashBytesPerSecond: 0,
-                    protocolBoundBytesPerSecond: 0, mtu: 0, bytesResent: 0, checkpoints: 0, checksumRequests: 0,
-                    failedCheckpoints: 0, packetsDropped: 0, completed: completed,
-                    // `bledfu flash` succeeds only after the device executed the last object and its hash check.
-                    imageCorrect: completed, error: completed ? nil : "exit \(status): \(lastError)")
+                var run = BenchRun(mode: mode, profile: "device \(address)", imageBytes: imageBytes, repetition: repetition)
+                run.finish(seconds: seconds, completed: completed)
+                // `bledfu flash` succeeds only after the device executed the last object and its hash check.
+                run.imageCorrect = completed
+                run.error = completed ? nil : "exit \(status): \(lastError)"
                 emit(run)
                 runs.append(run)
             }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bench
 import DFUSimulator
 import Foundation
 import LegacyDFU
@@ -29,12 +30,12 @@ struct BenchModes: AsyncParsableCommand {
 
     /// Secure DFU modes; on a Legacy profile (`"family": "legacy"`) the Legacy ones among them run (adaptive, ios,
     /// android, nrfutil), docs/legacy-dfu.md.
-    static let defaultModes = "adaptive,ios,android,nrfutil,seed-pacing,with-response"
+    static let defaultModes = SecureBench.defaultModes.joined(separator: ",")
 
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Comma-separated write modes (default: \(BenchModes.defaultModes); on SMP profiles \(BenchSMPRunner.defaultModes.joined(separator: ","))).",
+            "Comma-separated write modes (default: \(BenchModes.defaultModes); on SMP profiles \(SMPBench.defaultModes.joined(separator: ","))).",
             valueName: "modes"))
     var modes: String?
 
@@ -100,14 +101,10 @@ struct BenchModes: AsyncParsableCommand {
         (modes ?? Self.defaultModes).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
     }
 
-    static func isSMPMode(_ mode: String) -> Bool { SMPPacing.configuration(mode, parameters: nil, mtu: 247) != nil }
+    static func isSMPMode(_ mode: String) -> Bool { SMPBench.isMode(mode) }
 
-    /// The modes of `--modes` that an SMP profile runs (default, or none of them an SMP mode:
-    /// ``BenchSMPRunner/defaultModes``).
-    var smpModeList: [String] {
-        let listed = modes == nil ? [] : modeList.filter(Self.isSMPMode)
-        return listed.isEmpty ? BenchSMPRunner.defaultModes : listed
-    }
+    /// The modes of `--modes` that an SMP profile runs.
+    var smpModeList: [String] { SMPBench.modes(modes == nil ? nil : modeList) }
 
     /// The modes for `--device`: those of the package's family (an MCUboot image or NCS zip runs the SMP modes).
     func deviceModes(_ package: String) -> [String] {
@@ -157,89 +154,25 @@ struct BenchModes: AsyncParsableCommand {
         }
     }
 
-    /// The matrix on in-process virtual devices, `--parallel` cells at a time, in matrix order.
+    /// The matrix on in-process virtual devices (the `Bench` module's loop), `--parallel` cells at a time.
     func runVirtual() async throws -> [BenchRun] {
-        struct Job: Sendable {
-            enum Kind: Sendable {
-                case secure(DeviceProfile, DFUPart)
-                case legacy(LegacyDeviceProfile, LegacyPart)
-                case smp(SMPDeviceProfile, MCUbootImage)
-            }
-            var index: Int
-            var mode: String
-            var profileName: String
-            var kind: Kind
-            var repetition: Int
-        }
         let effectiveSpeedup = unthrottled ? Double.infinity : speedup
-        var jobs: [Job] = []
+        var targets: [(name: String, target: BenchTarget)] = []
         for size in try sizeList() {
             for name in profileList {
-                let kind: Job.Kind
-                var modes = modeList
                 switch try SimulatorProfiles.loadAny(SimulatedDeviceRequest(parsing: name)) {
-                case .secure(let loaded):
-                    let profile = BenchRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
-                    kind = .secure(profile, BenchRunner.part(size: size, profile: profile))
-                    modes = modes.filter { (try? PacingPolicies.parse($0)) != nil }
-                case .legacy(let loaded):
-                    let profile = BenchLegacyRunner.benchProfile(loaded, speedup: effectiveSpeedup)
-                    kind = .legacy(profile, BenchLegacyRunner.part(size: size, profile: profile))
-                    modes = modes.filter { (try? LegacyPacingPolicies.parse($0)) != nil }
-                    if modes.isEmpty { modes = BenchLegacyRunner.defaultModes }
-                case .smp(let loaded):
-                    let profile = BenchSMPRunner.benchProfile(loaded, imageBytes: size, speedup: effectiveSpeedup)
-                    kind = .smp(profile, try BenchSMPRunner.image(size: size))
-                    modes = smpModeList
-                }
-                for repetition in 1...self.repeat {
-                    for mode in modes {
-                        jobs.append(
-                            Job(index: jobs.count, mode: mode, profileName: name, kind: kind, repetition: repetition))
-                    }
+                case .secure(let loaded): targets.append((name, .secure(loaded, size: size, speedup: effectiveSpeedup)))
+                case .legacy(let loaded): targets.append((name, .legacy(loaded, size: size, speedup: effectiveSpeedup)))
+                case .smp(let loaded): targets.append((name, try .smp(loaded, size: size, speedup: effectiveSpeedup)))
                 }
             }
         }
-        let timeout = Duration.milliseconds(Int64(checkpointTimeout * 1000))
-        let width = parallel
-        var results: [(Int, BenchRun)] = []
-        await withTaskGroup(of: (Int, BenchRun).self) { group in
-            var next = 0
-            func add(_ job: Job) {
-                group.addTask {
-                    switch job.kind {
-                    case .secure(let profile, let part):
-                        let run = await BenchRunner.run(
-                            mode: job.mode, profileName: job.profileName, profile: profile, part: part,
-                            repetition: job.repetition, checkpointTimeout: timeout)
-                        return (job.index, run)
-                    case .legacy(let profile, let part):
-                        let run = await BenchLegacyRunner.run(
-                            mode: job.mode, profileName: job.profileName, profile: profile, part: part,
-                            repetition: job.repetition, responseTimeout: timeout)
-                        return (job.index, run)
-                    case .smp(let profile, let image):
-                        let run = await BenchSMPRunner.run(
-                            mode: job.mode, profileName: job.profileName, profile: profile, image: image,
-                            repetition: job.repetition, timeout: timeout)
-                        return (job.index, run)
-                    }
-                }
-            }
-            while next < min(width, jobs.count) {
-                add(jobs[next])
-                next += 1
-            }
-            for await result in group {
-                results.append(result)
-                emit(result.1)
-                if next < jobs.count {
-                    add(jobs[next])
-                    next += 1
-                }
-            }
-        }
-        return results.sorted { $0.0 < $1.0 }.map(\.1)
+        let jobs = BenchMatrix.jobs(targets: targets, modes: modes == nil ? nil : modeList, repetitions: self.repeat)
+        let trace: (@Sendable (String) -> Void)? =
+            ProcessInfo.processInfo.environment["BLEDFU_BENCH_TRACE"] == "1" ? { @Sendable line in Console.errorRaw(line) } : nil
+        return await BenchMatrix.run(
+            jobs, parallel: parallel, timeout: .milliseconds(Int64(checkpointTimeout * 1000)), trace: trace
+        ) { emit($0) }
     }
 
     /// Progress: one line per finished run on standard error, or one NDJSON line with --json.
