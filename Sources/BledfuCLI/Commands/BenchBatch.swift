@@ -25,7 +25,7 @@ struct BenchBatch: AsyncParsableCommand {
         name: .long,
         help: ArgumentHelp(
             "The adapter's controller (docs/simulator.md): its links share its air and it carries at most its links "
-                + "(PRESET[:links=N,...] as for `simulate --controller`); 'none': every link its own air.",
+                + "(PRESET[:links=N,...] as for `simulate --controller`); every virtual adapter has one.",
             valueName: "profile")) var controller = "generic:links=64"
 
     @Option(name: .long, help: ArgumentHelp("Fail (exit 55) when parallel/single exceeds this.", valueName: "ratio")) var maxRatio: Double?
@@ -40,9 +40,12 @@ struct BenchBatch: AsyncParsableCommand {
         _ = try controllerProfile()
     }
 
-    /// The adapter's controller; nil for `none` (the model before issue 21: every link its own air).
+    /// The adapter's controller (every virtual adapter has one since issue 21: `none`, the old model where every
+    /// link had its own air, is gone).
     func controllerProfile() throws -> ControllerProfile? {
-        guard controller != "none" else { return nil }
+        guard controller != "none" else {
+            throw ValidationError("--controller none is gone: every virtual adapter has a controller (docs/virtual-radio.md §4.2)")
+        }
         do throws(ControllerProfileError) {
             return try ControllerProfile(parsing: controller)
         } catch {
