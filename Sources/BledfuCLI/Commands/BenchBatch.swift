@@ -29,6 +29,12 @@ struct BenchBatch: AsyncParsableCommand {
             valueName: "profile")) var controller = "generic:links=64"
 
     @Option(name: .long, help: ArgumentHelp("Fail (exit 55) when parallel/single exceeds this.", valueName: "ratio")) var maxRatio: Double?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Devices per hour for a grid of one adapter: DEVICES[,DEVICES...]:LINKS[,LINKS...] (LINKS a number or auto), "
+                + "each cell a measured run beside the shared-air model's bound (docs/benchmarks.md).",
+            valueName: "grid")) var grid: String?
     @Flag(name: .long, help: "Print one JSON object.") var json = false
     @Option(name: .long, help: .hidden) var bledfu: String?
 
@@ -38,6 +44,7 @@ struct BenchBatch: AsyncParsableCommand {
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
         guard ["bracelet", "sensor"].contains(profile) else { throw ValidationError("--profile must be bracelet or sensor") }
         _ = try controllerProfile()
+        if let grid { _ = try BatchGrid(parsing: grid) }
     }
 
     /// The adapter's controller (every virtual adapter has one since issue 21: `none`, the old model where every
@@ -54,6 +61,10 @@ struct BenchBatch: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let grid {
+            try await runGrid(try BatchGrid(parsing: grid))
+            return
+        }
         let result = try await measureBoth()
         let ratio = result.ratio
         if json {
@@ -89,7 +100,9 @@ struct BenchBatch: AsyncParsableCommand {
     }
 
     /// One fresh simulator with `count` devices, one scheduler run over all of them; returns the wall time.
-    func measure(count: Int, base: DeviceProfile, info: PackageInfo, firmware: URL, executable: URL) async throws -> Double {
+    func measure(
+        count: Int, base: DeviceProfile, info: PackageInfo, firmware: URL, executable: URL, links: Int? = nil
+    ) async throws -> Double {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("bledfu-bench-batch-\(UUID().uuidString.prefix(8))")
         let radio = directory.appendingPathComponent("radio")
         try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
@@ -120,7 +133,7 @@ struct BenchBatch: AsyncParsableCommand {
             adapters: [
                 BatchPlan.Adapter(
                     name: adapter,
-                    connections: min(connections ?? count, count, (try controllerProfile())?.maximumLinks ?? count))
+                    connections: min(links ?? connections ?? count, count, (try controllerProfile())?.maximumLinks ?? count))
             ],
             classes: [BatchPlan.DeviceClass(name: profile, package: info.path)],
             devices: (0..<count).map {
