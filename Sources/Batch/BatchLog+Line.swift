@@ -231,10 +231,12 @@ extension BatchLog {
     }
 
     /// Closes an attempt; with `final`, also writes the device's final status (one transaction). Without, the device
-    /// goes back to the end of the queue, unclaimed.
-    public func endAttempt(_ id: Int64, batch: String, address: String, outcome: AttemptOutcome, final: DeviceStatus?, at date: Date)
-        async throws(BatchLogError)
-    {
+    /// goes back to the end of the queue, unclaimed; with `keepPlace` (the adapter had no link for it: back-pressure,
+    /// not the device's failure) it keeps its place in the queue and the attempt does not count against its retries.
+    public func endAttempt(
+        _ id: Int64, batch: String, address: String, outcome: AttemptOutcome, final: DeviceStatus?, keepPlace: Bool = false,
+        at date: Date
+    ) async throws(BatchLogError) {
         try await write { s in
             let now = Self.timestamp(date)
             try await s.execute(
@@ -256,10 +258,14 @@ extension BatchLog {
                 WHERE batch = ? AND address = ?
                 """, .text(status.rawValue), .text(outcome.error), .integer(outcome.exitCode.map { Int64($0) }), .real(outcome.duration),
                 .int(outcome.bytes), .int(outcome.resends), .uint(outcome.versionBefore), .uint(outcome.versionAfter),
-                .text(outcome.name), .text(now), .text(final == nil ? nil : now), .int(final == nil ? 0 : 1), .text(batch),
-                .text(batch), .text(address))
+                .text(outcome.name), .text(now), .text(final == nil ? nil : now), .int(final == nil && !keepPlace ? 0 : 1),
+                .text(batch), .text(batch), .text(address))
             if final == nil {
                 try await s.execute("UPDATE devices SET station = NULL WHERE batch = ? AND address = ?", .text(batch), .text(address))
+            }
+            if final == nil, keepPlace {
+                try await s.execute(
+                    "UPDATE devices SET tries = MAX(tries - 1, 0) WHERE batch = ? AND address = ?", .text(batch), .text(address))
             }
         }
     }

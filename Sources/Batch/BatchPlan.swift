@@ -8,17 +8,49 @@ public struct BatchPlan: Sendable, Equatable {
     public struct Adapter: Sendable, Equatable {
         /// As `--adapter` takes it: `hci0`, `any`, `virtual:DIR`.
         public var name: String
+        /// Links at once: the plan's number, or (``auto``) the adapter's controller's own limit once resolved
+        /// (``BatchPlan/resolvingAuto(limit:)``).
         public var connections: Int
+        /// `connections: auto` (the default): as many links as the adapter's controller carries, fewer when it
+        /// refuses one (the scheduler measures: docs/batch.md "Links per adapter").
+        public var auto: Bool
         /// Unique within the plan (the name, or `name#2` for a second entry with the same name).
         public var label: String
         public var line: Int
 
-        public init(name: String, connections: Int, label: String? = nil, line: Int = 0) {
+        public init(name: String, connections: Int, auto: Bool = false, label: String? = nil, line: Int = 0) {
             self.name = name
             self.connections = connections
+            self.auto = auto
             self.label = label ?? name
             self.line = line
         }
+    }
+
+    /// The number of links `connections: auto` starts with when the adapter's controller is not known (a real
+    /// adapter: the kernel does not say how many links its controller carries): the generic controller's 5 (Home
+    /// Assistant's default connection slots per local adapter, many-links.md §3); a refusal lowers it.
+    public static let autoConnections = 5
+
+    /// The plan with each `auto` adapter's connections set to `limit(adapter)` (its controller's links), or
+    /// ``autoConnections`` when unknown; an explicit number above a known limit is lowered to it. Returns the
+    /// plan and one line per lowered adapter.
+    public func resolvingAuto(limit: (Adapter) -> Int?) -> (plan: BatchPlan, notes: [String]) {
+        var plan = self
+        var notes: [String] = []
+        for index in plan.adapters.indices {
+            let adapter = plan.adapters[index]
+            let known = limit(adapter)
+            if adapter.auto {
+                plan.adapters[index].connections = max(1, known ?? Self.autoConnections)
+            } else if let known, adapter.connections > known {
+                plan.adapters[index].connections = max(1, known)
+                notes.append(
+                    "adapter \(adapter.label): connections \(adapter.connections) is more than its controller carries "
+                        + "(\(known) links); at most \(known) run at once")
+            }
+        }
+        return (plan, notes)
     }
 
     /// A kind of device and the package it gets.

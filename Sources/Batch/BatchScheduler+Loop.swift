@@ -21,6 +21,12 @@ extension BatchScheduler {
         var lineStopped = false
         var interrupted = false
         private var free: [Int]
+        /// Per adapter: links of ours it may carry now (its connections, lowered by a no-free-link refusal).
+        private var cap: [Int]
+        /// Per adapter: resting after a refusal with none of our links on it (until a ``Step/resume(_:)``).
+        private var resting: [Bool]
+        /// Per adapter: refusals in a row with none of our links on it.
+        private var refusals: [Int]
         private var running = 0
         private var failures = 0
         private var stopped = false
@@ -49,6 +55,9 @@ extension BatchScheduler {
             self.classes = classes
             self.names = names
             free = scheduler.plan.adapters.map(\.connections)
+            cap = free
+            resting = free.map { _ in false }
+            refusals = free.map { _ in 0 }
             lastBeat = BeatTracker(scheduler.now())
         }
 
@@ -80,13 +89,17 @@ extension BatchScheduler {
                         }
                         if remaining == 0 { break }
                     }
-                    if exhausted, !looking, !stopped, free.contains(where: { $0 > 0 }) {
+                    if exhausted, !looking, !stopped, free.indices.contains(where: { available($0) > 0 }) {
                         looking = true
                         group.addTask { await Self.wait(worker.clock, worker.pollInterval, .look) }
                     }
                     guard let step = await group.next() else { break }
                     switch step {
-                    case .finished(let finished): await record(finished)
+                    case .finished(let finished):
+                        if let rest = await record(finished) {
+                            group.addTask { await Self.wait(worker.clock, worker.backPressureInterval, .resume(rest)) }
+                        }
+                    case .resume(let slot): resting[slot] = false
                     case .look: looking = false
                     case .cancelled: break
                     case .heartbeat:
@@ -110,9 +123,18 @@ extension BatchScheduler {
             }
         }
 
+        /// The links adapter `slot` may start now: its free slots, within what its controller carries, none while it rests.
+        func available(_ slot: Int) -> Int {
+            guard !resting[slot] else { return 0 }
+            let ours = plan.adapters[slot].connections - free[slot]
+            return max(0, min(free[slot], cap[slot] - ours))
+        }
+
         /// Claims devices for the free slots; true when the database had no claimable device left.
         mutating func fillSlots(group: inout TaskGroup<Step>, worker: BatchScheduler) async -> Bool {
-            while !stopped, logError == nil, let slot = free.indices.max(by: { free[$0] < free[$1] }), free[slot] > 0 {
+            while !stopped, logError == nil, let slot = free.indices.max(by: { available($0) < available($1) }),
+                available(slot) > 0
+            {
                 let record: DeviceRecord
                 do {
                     guard let claimed = try await log.claimNext(batch: scheduler.batch, station: station.name, classes: classes, lease: station.lease, at: scheduler.now())
@@ -173,17 +195,46 @@ extension BatchScheduler {
             return true
         }
 
-        mutating func record(_ finished: Finished) async {
+        /// Back-pressure (docs/batch.md "Links per adapter"): whether this attempt's refusal keeps the device's place,
+        /// and the adapter to rest (nil: it may go on). A no-free-link refusal while our other links run on the adapter
+        /// lowers its cap to them: the device is tried again when one of them ends. Otherwise the adapter rests.
+        mutating func pressure(_ finished: Finished) -> (keepPlace: Bool, rest: Int?) {
+            let slot = finished.adapterIndex
+            let ours = plan.adapters[slot].connections - free[slot]
+            guard let pressure = finished.backPressure, finished.outcome.result == .failed, !stopped,
+                refusals[slot] < scheduler.backPressureLimit
+            else {
+                if finished.backPressure == nil {
+                    refusals[slot] = 0
+                    if ours == 0 { cap[slot] = plan.adapters[slot].connections }  // measure again
+                }
+                return (false, nil)
+            }
+            if pressure == .noFreeLink, ours > 0 {
+                cap[slot] = min(cap[slot], ours)
+                return (true, nil)
+            }
+            refusals[slot] += 1
+            resting[slot] = true
+            return (true, slot)
+        }
+
+        /// Records an attempt; returns the adapter that must rest before its next try (back-pressure).
+        mutating func record(_ finished: Finished) async -> Int? {
             running -= 1
             free[finished.adapterIndex] += 1
             let address = finished.record.address
             let outcome = finished.outcome
+            let (keepPlace, rest) = pressure(finished)
             let final: DeviceStatus?
             var requeued = false
             switch outcome.result {
             case .done: final = .done
             case .skipped: final = .skipped
             case .interrupted, .running: final = nil
+            case .failed where keepPlace:
+                final = nil
+                requeued = true
             case .failed:
                 // `tries` counts this round's attempts, this one included.
                 let canRetry = finished.retryable && finished.record.tries + 1 <= plan.policies.retries && !stopped
@@ -191,7 +242,9 @@ extension BatchScheduler {
                 requeued = canRetry
             }
             do {
-                try await log.endAttempt(finished.attemptID, batch: scheduler.batch, address: address, outcome: outcome, final: final, at: scheduler.now())
+                try await log.endAttempt(
+                    finished.attemptID, batch: scheduler.batch, address: address, outcome: outcome, final: final,
+                    keepPlace: keepPlace, at: scheduler.now())
             } catch {
                 logError = error
                 stopped = true
@@ -205,6 +258,7 @@ extension BatchScheduler {
                     scheduler.events(.lineStopped(failures: failures))
                 }
             }
+            return rest
         }
 
         /// Renews the leases and stores the progress; a device another station took over is reported. When renewing

@@ -38,6 +38,11 @@ public struct BatchSummary: Sendable, Equatable {
 /// starting devices after `stop_after_failures` devices failed for good. Devices never wait for each other: a
 /// slot is the only thing they share.
 ///
+/// An adapter that has no link for a device (its controller full: `no-free-link`, or busy: `adapter-busy`) is
+/// back-pressure, not the device's failure: the device keeps its place and its retries, the adapter runs at most as
+/// many links as it carried when it refused (until none of ours runs on it), and with none of ours on it, it rests
+/// ``backPressureInterval`` before the next try.
+///
 /// The queue is the database's: each free slot claims the next device (``BatchLog/claimNext``), so several stations
 /// on one shared database (a line) split the devices between them and take over the devices of a station whose
 /// lease ran out. A station ends when no device of the batch is left pending or claimed.
@@ -69,6 +74,13 @@ public struct BatchScheduler: Sendable {
     public var events: @Sendable (BatchEvent) -> Void = { _ in }
     /// Polled before each device starts: true stops the line (Ctrl-C); running devices finish.
     public var shouldStop: @Sendable () -> Bool = { false }
+    /// How long an adapter that refused a link while none of this station's links ran on it rests before it is
+    /// tried again (on ``clock``; back-pressure, docs/batch.md "Links per adapter").
+    public var backPressureInterval: Duration = .seconds(1)
+    /// Refusals in a row on an adapter with none of this station's links on it before the device's attempt counts as
+    /// an ordinary failure (so that nothing waits forever on an adapter that never frees a link): with the default
+    /// interval, about two minutes.
+    public var backPressureLimit = 120
 
     public init(
         plan: BatchPlan, packages: [String: PackageInfo], flasher: any DeviceFlasher, log: BatchLog, batch: String,
@@ -97,12 +109,16 @@ public struct BatchScheduler: Sendable {
         var attemptID: Int64
         var outcome: AttemptOutcome
         var retryable: Bool
+        /// The adapter had no link for the device (not the device's failure).
+        var backPressure: BackPressure? = nil
     }
 
     enum Step: Sendable {
         case finished(Finished)
         case heartbeat
         case look
+        /// An adapter that rested after a refusal may be tried again.
+        case resume(Int)
         case cancelled
     }
 
@@ -155,9 +171,19 @@ public struct BatchScheduler: Sendable {
         events(.progress(address: address, DeviceProgress(stage: "probing", total: job.package.totalBytes)))
         let before = await flasher.probe(job.target, adapter: job.adapter, options: job.options, afterUpdate: false)
         var outcome = AttemptOutcome(result: .failed, versionBefore: before.applicationVersion, name: before.name ?? job.target.name)
-        func finish(retryable: Bool = true) -> Finished {
+        if let pressure = before.backPressure {
+            // The adapter had no link even for the probe: nothing reached the device.
+            outcome.error = before.error ?? "the adapter has no free link"
+            outcome.exitCode = before.exitCode
+            return Finished(
+                record: record, adapterIndex: slot, attemptID: attemptID, outcome: outcome, retryable: true,
+                backPressure: pressure)
+        }
+        func finish(retryable: Bool = true, backPressure: BackPressure? = nil) -> Finished {
             outcome.duration = max(0, now().timeIntervalSince(started))
-            return Finished(record: record, adapterIndex: slot, attemptID: attemptID, outcome: outcome, retryable: retryable)
+            return Finished(
+                record: record, adapterIndex: slot, attemptID: attemptID, outcome: outcome, retryable: retryable,
+                backPressure: backPressure)
         }
         if plan.policies.skipAtTargetVersion, !force, before.mode == .application,
             let target = job.package.targetVersion, let installed = before.applicationVersion, installed >= target
@@ -174,7 +200,7 @@ public struct BatchScheduler: Sendable {
         guard result.success else {
             outcome.error = result.error ?? "the update failed"
             if result.interrupted { outcome.result = .interrupted }
-            return finish(retryable: result.retryable)
+            return finish(retryable: result.retryable, backPressure: result.backPressure)
         }
         events(.progress(address: address, DeviceProgress(stage: "verifying", bytes: job.package.totalBytes, total: job.package.totalBytes)))
         let after = await flasher.probe(job.target, adapter: job.adapter, options: job.options, afterUpdate: true)

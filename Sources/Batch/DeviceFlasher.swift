@@ -35,12 +35,20 @@ public struct DeviceProbe: Sendable, Equatable {
     public var name: String?
     /// Why the probe could not connect.
     public var error: String?
+    /// The probe got no link because the adapter had none to give (not the device's doing).
+    public var backPressure: BackPressure?
+    /// The exit code `bledfu flash` gives the probe's failure (docs/exit-codes.md), when known.
+    public var exitCode: Int32?
 
-    public init(mode: Mode, applicationVersion: UInt32? = nil, name: String? = nil, error: String? = nil) {
+    public init(
+        mode: Mode, applicationVersion: UInt32? = nil, name: String? = nil, error: String? = nil,
+        backPressure: BackPressure? = nil
+    ) {
         self.mode = mode
         self.applicationVersion = applicationVersion
         self.name = name
         self.error = error
+        self.backPressure = backPressure
     }
 }
 
@@ -102,6 +110,9 @@ public struct FlashOutcome: Sendable, Equatable {
     public var retryable: Bool
     /// The flash stopped at a safe point because it was asked to (Ctrl-C): the device stays pending.
     public var interrupted = false
+    /// The adapter could not take the link now (its controller full, or busy creating another connection): not the
+    /// device's failure. The device keeps its place and is tried again when a link frees (docs/batch.md).
+    public var backPressure: BackPressure?
 
     public init(success: Bool, error: String? = nil, exitCode: Int32? = nil, bytes: Int = 0, resends: Int = 0, retryable: Bool = true) {
         self.success = success
@@ -111,6 +122,14 @@ public struct FlashOutcome: Sendable, Equatable {
         self.resends = resends
         self.retryable = retryable
     }
+}
+
+/// Why an adapter could not take one more link (many-links.md §2.2, §2.4): the line's back-pressure.
+public enum BackPressure: String, Sendable, Equatable {
+    /// The controller is at its connection limit (HCI 0x09/0x07/0x0D; `bledfu flash` exit 21, `no-free-link`).
+    case noFreeLink = "no-free-link"
+    /// The adapter cannot create a connection now (scanning, creating another, advertising; exit 22, `adapter-busy`).
+    case adapterBusy = "adapter-busy"
 }
 
 /// The per-device work the line injects: the CLI implements it with the full `bledfu flash` engine (buttonless

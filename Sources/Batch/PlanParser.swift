@@ -72,10 +72,13 @@ public enum PlanParser {
             else {
                 throw PlanError(.badValue, line: fields.line(of: "name"), "adapter '\(name)': expected hciN, any or virtual:DIR")
             }
-            let connections = try fields.int("connections", in: 1...64) ?? 1
+            // `connections: auto` (also when absent): the adapter's controller's own limit (docs/batch.md).
+            let auto = try fields.scalar("connections").map { $0.string == "auto" } ?? true
+            let connections = auto ? BatchPlan.autoConnections : try fields.int("connections", in: 1...64) ?? 1
             counts[name, default: 0] += 1
             let label = counts[name, default: 1] > 1 ? "\(name)#\(counts[name, default: 1])" : name
-            adapters.append(BatchPlan.Adapter(name: name, connections: connections, label: label, line: fields.line))
+            adapters.append(
+                BatchPlan.Adapter(name: name, connections: connections, auto: auto, label: label, line: fields.line))
         }
         return adapters
     }

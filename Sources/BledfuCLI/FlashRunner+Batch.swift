@@ -51,7 +51,12 @@ struct ProcessFlasher: DeviceFlasher {
                 adapter: radio, peer: target.peer, options: ConnectOptions(timeout: .milliseconds(Int64(options.timeout * 1000))),
                 capturePath: nil, capture: nil, verbose: false)
         } catch {
-            return DeviceProbe(mode: .unreachable, error: error.message)
+            // The adapter had no link for the probe: back-pressure (the line tries the device again when one frees).
+            let pressure: BackPressure? =
+                error.exitCode == BledfuExit.noFreeLink ? .noFreeLink : error.exitCode == BledfuExit.adapterBusy ? .adapterBusy : nil
+            var probe = DeviceProbe(mode: .unreachable, error: error.message, backPressure: pressure)
+            probe.exitCode = error.exitCode
+            return probe
         }
         // Closed before returning: the flash that follows needs the device's only link.
         let probe = await Self.inspect(connection.gatt)
@@ -260,6 +265,9 @@ final class FlashEventParser: Sendable {
             var outcome = FlashOutcome(
                 success: false, error: "\(message) [exit \(code)]", exitCode: code, bytes: bytes, resends: resent, retryable: !permanent)
             outcome.interrupted = code == BledfuExit.interrupted
+            // The adapter had no link for the device: back-pressure, the line tries it again when a link frees.
+            if code == BledfuExit.noFreeLink { outcome.backPressure = .noFreeLink }
+            if code == BledfuExit.adapterBusy { outcome.backPressure = .adapterBusy }
             return outcome
         }
     }

@@ -13,8 +13,8 @@ import SystemPackage
 /// a time: a second attempt waits until the first has its link or has failed. A process that dies leaves its lines
 /// behind; they are dropped by the next process that takes the lock (its pid is gone).
 ///
-/// An adapter without a profile file has no controller model: no link limit, no queue, its own air per link (the
-/// virtual radio's behaviour before the model).
+/// An adapter without a profile file has the default controller, ``ControllerProfile/generic`` (5 links, HCI 0x09
+/// beyond them; docs/virtual-radio.md §4.2): every virtual adapter has a controller.
 public struct VirtualController: Sendable {
     /// The adapter name a central uses when it names none (`virtual:DIR`).
     public static let defaultName = "default"
@@ -32,10 +32,10 @@ public struct VirtualController: Sendable {
     var linksPath: String { folder + "/\(name).links" }
     var lockPath: String { folder + "/\(name).lock" }
 
-    /// The controller's profile: its file; nil without one (the adapter is not modelled).
-    public func profile() -> ControllerProfile? {
-        guard let bytes = try? FileIO.read(profilePath) else { return nil }
-        // A file that does not decode is the generic controller, not an unmodelled adapter.
+    /// The controller's profile: its file (`bledfu simulate --controller`), or the default controller without one
+    /// (a file that does not decode is the default controller too).
+    public func profile() -> ControllerProfile {
+        guard let bytes = try? FileIO.read(profilePath) else { return .generic }
         return (try? JSONDecoder().decode(ControllerProfile.self, from: Data(bytes))) ?? .generic
     }
 

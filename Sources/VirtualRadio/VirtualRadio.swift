@@ -130,17 +130,12 @@ public struct VirtualRadio: BLEAdapter {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: options.timeout)
         let controller = VirtualController(radio: directory, name: adapterName)
-        // Without a profile the adapter is not modelled: no limit, no queue (docs/virtual-radio.md §4.2).
+        // Every virtual adapter has a controller (its profile, or the default one; docs/virtual-radio.md §4.2).
         let profile = controller.profile()
-        let token: UInt64
-        if let profile {
-            token = try await controller.reserve(peer: peer, profile: profile, until: deadline)
-        } else {
-            token = UInt64.random(in: 1...UInt64.max)
-        }
+        let token = try await controller.reserve(peer: peer, profile: profile, until: deadline)
         let fd: SocketDescriptor
         do throws(AdapterError) {
-            if profile?.waitsForUnseenDevices == true { try await waitUntilSeen(peer, socketPath: socketPath, until: deadline) }
+            if profile.waitsForUnseenDevices { try await waitUntilSeen(peer, socketPath: socketPath, until: deadline) }
             fd = try openCentralSocket(token: token)
             do throws(AdapterError) {
                 try await connect(fd, to: socketPath, peer: peer, timeout: clock.now.duration(to: deadline))
@@ -161,17 +156,16 @@ public struct VirtualRadio: BLEAdapter {
                 try? await Task.sleep(for: .microseconds(Int64(interval * 500)))
             }
         } catch {
-            if profile != nil { await controller.release(token) }
+            await controller.release(token)
             throw error
         }
-        if profile != nil { await controller.established(token) }
+        await controller.established(token)
         logger.debug("connected", metadata: ["peer": "\(peer)", "adapter": "\(adapterName)"])
         let link = LinkInfo(peer: peer, connectionHandle: nil, maximumPDUSize: VirtualRadio.maximumPDUSize)
         // The link starts unencrypted; the central may raise it (docs/virtual-radio.md §4.1).
         let bearer = VirtualSecureLink(
             SocketBearer(descriptor: fd, linkInfo: link, logger: logger),
             role: .central(timeout: VirtualSecureLink.defaultTimeout))
-        guard profile != nil else { return bearer }
         return ControllerLinkBearer(bearer) { await controller.release(token) }
     }
 

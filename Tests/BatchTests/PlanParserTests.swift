@@ -53,8 +53,10 @@ import Testing
         let plan = try PlanParser.parse(Self.full)
         #expect(plan.adapters.map(\.name) == ["hci0", "hci1", "hci1"])
         #expect(plan.adapters.map(\.label) == ["hci0", "hci1", "hci1#2"])
-        #expect(plan.adapters.map(\.connections) == [4, 2, 1])
-        #expect(plan.totalConnections == 7)
+        // The third names no connections: `auto` (5 until its controller's limit is known).
+        #expect(plan.adapters.map(\.connections) == [4, 2, BatchPlan.autoConnections])
+        #expect(plan.adapters.map(\.auto) == [false, false, true])
+        #expect(plan.totalConnections == 6 + BatchPlan.autoConnections)
         #expect(plan.classes.map(\.name) == ["bracelet", "sensor"])
         #expect(plan.deviceClass(named: "bracelet")?.package == "../samples/bracelet-app-v2.zip")
         #expect(plan.deviceClass(named: "bracelet")?.line == 10)
@@ -88,11 +90,34 @@ import Testing
             classes: {bracelet: {package: app.zip}}
             devices: [{address: "C6:05:04:03:02:01", class: bracelet}]
             """)
-        #expect(plan.adapters == [BatchPlan.Adapter(name: "virtual:/tmp/radio", connections: 1, line: 1)])
+        // `connections` absent is `auto`: the adapter's controller's limit once resolved (5 until then).
+        #expect(plan.adapters == [BatchPlan.Adapter(name: "virtual:/tmp/radio", connections: 5, auto: true, line: 1)])
         #expect(plan.policies == BatchPlan.Policies())
         #expect(plan.policies.retries == 1 && plan.policies.skipAtTargetVersion && plan.policies.stopAfterFailures == nil)
         #expect(plan.flash == BatchPlan.FlashOptions())
         #expect(plan.discovery.rules.isEmpty)
+    }
+
+    @Test func connectionsAutoIsTheControllersLimitAndANumberAboveItIsLowered() throws {
+        let plan = try PlanParser.parse("""
+            adapters:
+              - name: hci0
+                connections: auto
+              - name: "virtual:/tmp/radio"
+              - name: hci1
+                connections: 8
+              - name: hci2
+                connections: 3
+            classes: {bracelet: {package: app.zip}}
+            devices: [{address: "C6:05:04:03:02:01", class: bracelet}]
+            """)
+        #expect(plan.adapters.map(\.auto) == [true, true, false, false])
+        // hci0: its controller unknown (5 to start with); the virtual adapter's controller carries 9; hci1 and hci2
+        // carry 5: 8 is lowered to 5 with one line saying so, 3 stays.
+        let (resolved, notes) = plan.resolvingAuto { $0.name.hasPrefix("virtual:") ? 9 : $0.name == "hci0" ? nil : 5 }
+        #expect(resolved.adapters.map(\.connections) == [BatchPlan.autoConnections, 9, 5, 3])
+        #expect(notes.count == 1)
+        #expect(notes.first?.contains("hci1: connections 8 is more than its controller carries (5 links)") == true)
     }
 
     /// Each bad plan: the text, the line the error must name, the code, and a word the reason must contain.

@@ -23,8 +23,17 @@ import Testing
             ["simulate", "--describe", "--json", "--device", "bracelet", "--device", "sensor", "--hw-version", "0x99"],
             environment: Self.firmware)
         #expect(json.status == 0, "\(json.stderr)")
-        let events = json.lines.compactMap(decode)
+        let all = json.lines.compactMap(decode)
+        // Two devices, then the default controller every other adapter has (docs/virtual-radio.md §4.2) and what two
+        // profiles' links get on it.
+        let events = all.filter { $0["event"] as? String == "device" }
         #expect(events.count == 2)
+        let controllers = all.filter { $0["event"] as? String == "controller" }
+        #expect(controllers.count == 1)
+        #expect(controllers.first?["adapter"] as? String == "*")
+        #expect((controllers.first?["controller"] as? [String: Any])?["maximum_links"] as? Int == 5)
+        #expect((controllers.first?["shared"] as? [Any])?.count == 2)
+        #expect(text.stdout.contains("any other adapter (default controller): generic: 5 links"))
         var ceilings: [String: (Int, Int)] = [:]
         for event in events {
             let ceiling = event["ceiling"] as? [String: Any]

@@ -54,7 +54,7 @@ struct SharedAirTests {
 }
 
 /// A device's end of a link that says which central adapter it comes from (as the virtual radio's accept does).
-private final class NamedCentralBearer: ATTBearer {
+final class NamedCentralBearer: ATTBearer {
     let base: any ATTBearer
     let adapter: String
     init(_ base: any ATTBearer, adapter: String) {

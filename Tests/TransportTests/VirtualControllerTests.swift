@@ -96,12 +96,34 @@ struct VirtualControllerTests {
         await other.release(third)
     }
 
-    @Test("An adapter without a profile is not modelled: no limit, as before the model")
-    func unmodelledAdapterHasNoLimit() async throws {
+    @Test("An adapter without a profile file has the default controller: its sixth link is refused as 'no free link'")
+    func unnamedAdapterHasTheDefaultController() async throws {
         let radio = makeRadioDirectory()
         defer { try? FileManager.default.removeItem(atPath: radio) }
-        #expect(VirtualController(radio: radio, name: "default").profile() == nil)
-        try VirtualController(radio: radio, name: "default").write(.generic)
         #expect(VirtualController(radio: radio, name: "default").profile() == .generic)
+        #expect(ControllerProfile.generic.maximumLinks == 5)
+        let peers = (1...6).map { PeerAddress(BluetoothAddress("C0:FF:EE:00:02:0\($0)")!, type: .random) }
+        let devices = try peers.map { try endpoint(radio, $0) }
+        defer { for device in devices { device.close() } }
+        let accepting = devices.map { device in
+            Task { () throws(BearerError) -> SocketBearer in try await device.acceptSocket() }
+        }
+        let adapter = VirtualRadio(directory: radio, adapterName: "default")
+        var links: [any ATTBearer] = []
+        for peer in peers.prefix(5) {
+            links.append(try await adapter.connect(to: peer, options: ConnectOptions(timeout: .seconds(60))))
+        }
+        #expect(VirtualController(radio: radio, name: "default").linkCount() == 5)
+        do {
+            _ = try await adapter.connect(to: peers[5], options: ConnectOptions(timeout: .seconds(60)))
+            Issue.record("a sixth link on the default controller was carried")
+        } catch {
+            #expect(error.code == .noFreeLink, "\(error)")
+            #expect(error.reason.contains("0x09"), "\(error.reason)")
+        }
+        for link in links { await link.close() }
+        for task in accepting.prefix(5) { try await task.value.close() }
+        accepting[5].cancel()
+        #expect(VirtualController(radio: radio, name: "default").linkCount() == 0)
     }
 }

@@ -5,6 +5,7 @@ import Batch
 import Foundation
 import LineStore
 import Synchronization
+import VirtualRadio
 
 /// `bledfu batch [run] PLAN`: runs a production-line plan (docs/batch.md).
 struct BatchRun: AsyncParsableCommand {
@@ -45,7 +46,10 @@ struct BatchRun: AsyncParsableCommand {
 
     func run() async throws {
         let planURL = URL(fileURLWithPath: plan).standardizedFileURL
-        let (plan, packages) = try BatchPlanFiles.load(planURL.path)
+        let (loaded, packages) = try BatchPlanFiles.load(planURL.path)
+        // `connections: auto` is the adapter's controller's own limit (docs/batch.md "Links per adapter").
+        let (plan, notes) = loaded.resolvingAuto(limit: Self.controllerLinks)
+        for note in notes { Console.errorRaw("bledfu: warning: \(note)") }
         if check {
             print("plan OK: \(plan.adapters.count) adapter(s), \(plan.totalConnections) connection(s), \(plan.classes.count) class(es), "
                 + "\(plan.devices.count) device(s), \(plan.discovery.rules.count) discovery rule(s)")
@@ -69,6 +73,16 @@ struct BatchRun: AsyncParsableCommand {
             throw error
         }
         await log.close()
+    }
+
+    /// The links the adapter's controller carries, when bledfu knows it: a virtual adapter's controller profile
+    /// (docs/virtual-radio.md §4.2). A real adapter's controller does not say (nil: `auto` starts at 5 and the
+    /// scheduler lowers it when the controller refuses a link).
+    static func controllerLinks(_ adapter: BatchPlan.Adapter) -> Int? {
+        guard adapter.name.hasPrefix("virtual:"), let radio = VirtualRadio.parse(String(adapter.name.dropFirst(8))) else {
+            return nil
+        }
+        return VirtualController(radio: radio.directory, name: radio.adapter).profile().maximumLinks
     }
 
     func runStation(plan: BatchPlan, packages: [String: PackageInfo], planURL: URL, database: String, state: URL, log: BatchLog)

@@ -25,10 +25,16 @@ struct BenchBatch: AsyncParsableCommand {
         name: .long,
         help: ArgumentHelp(
             "The adapter's controller (docs/simulator.md): its links share its air and it carries at most its links "
-                + "(PRESET[:links=N,...] as for `simulate --controller`); 'none': every link its own air.",
+                + "(PRESET[:links=N,...] as for `simulate --controller`); every virtual adapter has one.",
             valueName: "profile")) var controller = "generic:links=64"
 
     @Option(name: .long, help: ArgumentHelp("Fail (exit 55) when parallel/single exceeds this.", valueName: "ratio")) var maxRatio: Double?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Devices per hour for a grid of one adapter: DEVICES[,DEVICES...]:LINKS[,LINKS...] (LINKS a number or auto), "
+                + "each cell a measured run beside the shared-air model's bound (docs/benchmarks.md).",
+            valueName: "grid")) var grid: String?
     @Flag(name: .long, help: "Print one JSON object.") var json = false
     @Option(name: .long, help: .hidden) var bledfu: String?
 
@@ -38,11 +44,15 @@ struct BenchBatch: AsyncParsableCommand {
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
         guard ["bracelet", "sensor"].contains(profile) else { throw ValidationError("--profile must be bracelet or sensor") }
         _ = try controllerProfile()
+        if let grid { _ = try BatchGrid(parsing: grid) }
     }
 
-    /// The adapter's controller; nil for `none` (the model before issue 21: every link its own air).
+    /// The adapter's controller (every virtual adapter has one since issue 21: `none`, the old model where every
+    /// link had its own air, is gone).
     func controllerProfile() throws -> ControllerProfile? {
-        guard controller != "none" else { return nil }
+        guard controller != "none" else {
+            throw ValidationError("--controller none is gone: every virtual adapter has a controller (docs/virtual-radio.md §4.2)")
+        }
         do throws(ControllerProfileError) {
             return try ControllerProfile(parsing: controller)
         } catch {
@@ -51,6 +61,10 @@ struct BenchBatch: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let grid {
+            try await runGrid(try BatchGrid(parsing: grid))
+            return
+        }
         let result = try await measureBoth()
         let ratio = result.ratio
         if json {
@@ -86,7 +100,9 @@ struct BenchBatch: AsyncParsableCommand {
     }
 
     /// One fresh simulator with `count` devices, one scheduler run over all of them; returns the wall time.
-    func measure(count: Int, base: DeviceProfile, info: PackageInfo, firmware: URL, executable: URL) async throws -> Double {
+    func measure(
+        count: Int, base: DeviceProfile, info: PackageInfo, firmware: URL, executable: URL, links: Int? = nil
+    ) async throws -> Double {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("bledfu-bench-batch-\(UUID().uuidString.prefix(8))")
         let radio = directory.appendingPathComponent("radio")
         try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
@@ -117,7 +133,7 @@ struct BenchBatch: AsyncParsableCommand {
             adapters: [
                 BatchPlan.Adapter(
                     name: adapter,
-                    connections: min(connections ?? count, count, (try controllerProfile())?.maximumLinks ?? count))
+                    connections: min(links ?? connections ?? count, count, (try controllerProfile())?.maximumLinks ?? count))
             ],
             classes: [BatchPlan.DeviceClass(name: profile, package: info.path)],
             devices: (0..<count).map {

@@ -8,17 +8,24 @@ extension SimulatorDescription {
     static func emitControllers(
         _ named: [(adapter: String, profile: ControllerProfile)], specs: [SimulatedDeviceSpec], json: Bool
     ) {
-        // Without --controller no adapter is modelled (docs/virtual-radio.md §4.2): nothing to state.
-        let controllers = named
+        // Every virtual adapter has a controller: one not named by --controller has the default one
+        // (docs/virtual-radio.md §4.2), stated as adapter "*".
+        var controllers = named
+        controllers.append((adapter: "*", profile: .generic))
         var models: [(name: String, model: LinkModel)] = []
         for spec in specs {
-            guard case .secure(let profile) = spec.device else { continue }
+            let model: LinkModel
+            switch spec.device {
+            case .secure(let profile): model = LinkModel(profile: profile)
+            case .legacy(let profile): model = LinkModel(link: profile.link, flash: profile.flash)
+            case .smp(let profile): model = LinkModel(link: profile.link, flash: FlashParameters())
+            }
             // Instances of one profile ("bracelet-1", "bracelet-2") share its link model.
-            var base = profile.name
+            var base = spec.name
             if let dash = base.lastIndex(of: "-"), base[base.index(after: dash)...].allSatisfy(\.isNumber) {
                 base = String(base[..<dash])
             }
-            if !models.contains(where: { $0.name == base }) { models.append((base, LinkModel(profile: profile))) }
+            if !models.contains(where: { $0.name == base }) { models.append((base, model)) }
         }
         for (adapter, profile) in controllers {
             let estimates = models.map { entry in
@@ -31,7 +38,7 @@ extension SimulatorDescription {
                     shared: estimates.map { .init(device: $0.0, estimate: $0.1) }))
                 continue
             }
-            print("adapter \(adapter): \(profile)")
+            print(adapter == "*" ? "any other adapter (default controller): \(profile)" : "adapter \(adapter): \(profile)")
             print("  sources: \(profile.source)")
             print(
                 "  model: the links of this adapter share its radio; each link's events are placed without overlap "

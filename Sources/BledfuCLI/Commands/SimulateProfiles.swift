@@ -73,10 +73,11 @@ struct SimulatedDeviceSpec: Sendable {
                 return spec.makeSecure(
                     profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger, sharedAir: sharedAir)
             case .legacy(let profile):
-                return spec.makeLegacy(profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger)
+                return spec.makeLegacy(
+                    profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger, sharedAir: sharedAir)
             case .smp(let profile):
                 return await SMPSimulator.makeDevice(
-                    profile, faults: spec.faults, reporter: reporter, stateDirectory: stateDirectory)
+                    profile, faults: spec.faults, reporter: reporter, stateDirectory: stateDirectory, sharedAir: sharedAir)
             }
         }
     }
@@ -94,14 +95,15 @@ struct SimulatedDeviceSpec: Sendable {
     }
 
     private func makeLegacy(
-        _ profile: LegacyDeviceProfile, reporter: StatusReporter, stateDirectory: String?, logger: Logger
+        _ profile: LegacyDeviceProfile, reporter: StatusReporter, stateDirectory: String?, logger: Logger,
+        sharedAir: SharedAir?
     ) -> VirtualLegacyDevice {
         let restoring = stateDirectory.flatMap { SimulatorFiles.loadLegacyPersistentState(identity, from: $0) }
         let persistentSink: (@Sendable (LegacyPersistentState) async -> Void)? =
             stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
         return VirtualLegacyDevice(
             profile: profile, faults: faults, clock: ContinuousClock(), statusSink: { state in reporter.publish(state) },
-            restoring: restoring, persistentSink: persistentSink, logger: logger)
+            restoring: restoring, persistentSink: persistentSink, logger: logger, sharedAir: sharedAir)
     }
 }
 

@@ -131,7 +131,8 @@ struct SimulateRun: AsyncParsableCommand {
             }
             host = SimulatorHost(radioDirectory: radioDirectory, events: events)
             // This process serves every device of the radio, so it sees all links of each central adapter and
-            // shares that adapter's controller here (docs/simulator.md; an adapter without a profile is not modelled).
+            // shares that adapter's controller here, for every family's links (docs/simulator.md; an adapter without
+            // a --controller has the default controller).
             sharedAir = SharedAir { adapter in VirtualController(radio: radioDirectory, name: adapter).profile() }
             statusDirectory = statusDir ?? radioDirectory + "/status"
         case .bluez(let name?):

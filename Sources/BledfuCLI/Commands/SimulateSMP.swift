@@ -9,7 +9,8 @@ enum SMPSimulator {
     /// Makes the virtual SMP device of `profile`, restoring its slots from `--state-dir`, writing its status file on
     /// every change and its slots to the state directory.
     static func makeDevice(
-        _ profile: SMPDeviceProfile, faults: FaultPlan, reporter: StatusReporter, stateDirectory: String?
+        _ profile: SMPDeviceProfile, faults: FaultPlan, reporter: StatusReporter, stateDirectory: String?,
+        sharedAir: SharedAir? = nil
     ) async -> VirtualSMPDevice {
         let restoring = stateDirectory.flatMap {
             SimulatorFiles.loadPersistentState(SMPDevicePersistentState.self, profile.address, from: $0)
@@ -19,7 +20,7 @@ enum SMPSimulator {
         let device = VirtualSMPDevice(
             profile: profile, faults: SMPFaults(plan: faults), clock: ContinuousClock(), restoring: restoring,
             statusSink: { state in reporter.publish(state) }, persistentSink: persistentSink,
-            logger: Logger(label: "bledfu.simulator.\(profile.name)"))
+            logger: Logger(label: "bledfu.simulator.\(profile.name)"), sharedAir: sharedAir)
         if stateDirectory != nil { reporter.persist(await device.persistentState()) }
         reporter.publish(await device.state())
         return device

@@ -40,7 +40,7 @@ public actor VirtualLegacyDevice {
         profile: LegacyDeviceProfile, faults: FaultPlan = .none, clock: C,
         statusSink: (@Sendable (LegacyDeviceState) async -> Void)? = nil, restoring: LegacyPersistentState? = nil,
         persistentSink: (@Sendable (LegacyPersistentState) async -> Void)? = nil,
-        logger: Logger = Logger(label: "bledfu.simulator.legacy")
+        logger: Logger = Logger(label: "bledfu.simulator.legacy"), sharedAir: SharedAir? = nil
     ) {
         self.profile = profile
         var bootloader = LegacyBootloader(profile: profile, faults: faults)
@@ -59,7 +59,8 @@ public actor VirtualLegacyDevice {
         self.statusSink = statusSink
         self.persistentSink = persistentSink
         self.logger = logger
-        pacer = LinkPacer(model: LinkModel(link: profile.link, flash: profile.flash), speedup: profile.speedup)
+        pacer = LinkPacer(
+            model: LinkModel(link: profile.link, flash: profile.flash), speedup: profile.speedup, sharedAir: sharedAir)
         if profile.kind == .infinitime {
             mode = .application
         } else {
@@ -132,7 +133,9 @@ public actor VirtualLegacyDevice {
     /// Serves one connection on `bearer` until the link ends.
     public func serve(_ bearer: any ATTBearer) async {
         connected = true
-        pacer.reset(at: now())
+        // A link from a named central adapter shares that adapter's air with its other links.
+        let seat = pacer.connected(bearer.linkInfo, at: now())
+        defer { pacer.disconnected(seat) }
         let servedMode = mode
         let database =
             servedMode == .application

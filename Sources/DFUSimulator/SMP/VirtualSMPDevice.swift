@@ -48,7 +48,7 @@ public actor VirtualSMPDevice {
         profile: SMPDeviceProfile, faults: SMPFaults = .none, clock: C, restoring: SMPDevicePersistentState? = nil,
         statusSink: (@Sendable (SMPDeviceState) async -> Void)? = nil,
         persistentSink: (@Sendable (SMPDevicePersistentState) async -> Void)? = nil,
-        logger: Logger = Logger(label: "bledfu.simulator.smp")
+        logger: Logger = Logger(label: "bledfu.simulator.smp"), sharedAir: SharedAir? = nil
     ) {
         self.profile = profile
         let pairs =
@@ -73,7 +73,8 @@ public actor VirtualSMPDevice {
         self.statusSink = statusSink
         self.persistentSink = persistentSink
         self.logger = logger
-        self.pacer = LinkPacer(model: LinkModel(link: profile.link, flash: FlashParameters()), speedup: profile.speedup)
+        self.pacer = LinkPacer(
+            model: LinkModel(link: profile.link, flash: FlashParameters()), speedup: profile.speedup, sharedAir: sharedAir)
     }
 
     // MARK: - Observation
@@ -114,7 +115,9 @@ public actor VirtualSMPDevice {
         connected = true
         stalled = false
         reassembly = []
-        pacer.reset(at: now())
+        // A link from a named central adapter shares that adapter's air with its other links.
+        let seat = pacer.connected(bearer.linkInfo, at: now())
+        defer { pacer.disconnected(seat) }
         let database = Self.database(profile: profile, firmware: logic.pairs.first?.primary.image?.header.version.description ?? "")
         let server = makeServer(database, bearer, UInt16(clamping: max(profile.link.maxMTU, 23)))
         self.server = server
