@@ -19,23 +19,39 @@ public struct BlueZAdapterInfo: Hashable, Sendable, CustomStringConvertible {
     public var address: BluetoothAddress?
     /// HCI_UP: powered on.
     public var isUp: Bool
+    /// LMP feature "LE Supported (Controller)" (bit 38: byte 4, 0x40; Core Vol 2 Part C §3.3, BlueZ hci.h `LMP_LE`).
+    /// A controller not yet initialised (never powered on) reports no features.
+    public var supportsLE: Bool
+    /// How the controller is attached: the low nibble of `hci_dev_info.type` (hci.h `HCI_VIRTUAL` 0, `HCI_USB` 1, …).
+    public var bus: UInt8
 
-    public init(id: UInt16, name: String, address: BluetoothAddress?, isUp: Bool) {
+    public init(id: UInt16, name: String, address: BluetoothAddress?, isUp: Bool, supportsLE: Bool = false, bus: UInt8 = 0) {
         self.id = id
         self.name = name
         self.address = address
         self.isUp = isUp
+        self.supportsLE = supportsLE
+        self.bus = bus
+    }
+
+    /// The bus by hci.h's names (HCI_VIRTUAL … HCI_VIRTIO), or its number.
+    public var busName: String {
+        let names = ["virtual", "USB", "PC card", "UART", "RS232", "PCI", "SDIO", "SPI", "I2C", "SMD", "virtio"]
+        return Int(bus) < names.count ? names[Int(bus)] : "bus \(bus)"
     }
 
     public var description: String { "\(name) \(address?.description ?? "(no address)") \(isUp ? "up" : "down")" }
 
-    /// From `struct hci_dev_info` (92 bytes: dev_id u16 @0, name[8] @2, bdaddr @10, flags u32 @16, …).
+    /// From `struct hci_dev_info` (92 bytes: dev_id u16 @0, name[8] @2, bdaddr @10, flags u32 @16, type u8 @20,
+    /// features[8] @21, …).
     init(_ info: hci_dev_info) {
         let name = withUnsafeBytes(of: info.name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+        let features = withUnsafeBytes(of: info.features) { Array($0) }
         self.init(
             id: info.dev_id, name: name.isEmpty ? "hci\(info.dev_id)" : name,
             address: BlueZSocketAddress.address(info.bdaddr),
-            isUp: info.flags & (UInt32(1) << UInt32(BLEDFU_HCI_UP_BIT)) != 0)
+            isUp: info.flags & (UInt32(1) << UInt32(BLEDFU_HCI_UP_BIT)) != 0,
+            supportsLE: features.count > 4 && features[4] & 0x40 != 0, bus: info.type & 0x0F)
     }
 }
 
