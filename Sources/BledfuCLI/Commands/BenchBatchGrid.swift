@@ -1,7 +1,7 @@
 import ArgumentParser
 import BLECore
 import DFUSimulator
-import Fleet
+import Batch
 import Foundation
 
 /// `bledfu bench batch --grid DEVICES:LINKS`: which cells to measure (docs/benchmarks.md "Devices per hour").
