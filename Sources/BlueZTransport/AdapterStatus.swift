@@ -1,5 +1,5 @@
 import BLECore
-import PlatformIO
+import LinuxIO
 
 /// An adapter's radio switch as the kernel's rfkill class shows it (`/sys/class/rfkill/rfkillN/`: `name` "hci0",
 /// `type` "bluetooth", `soft` and `hard` "0" or "1"; Documentation/ABI/stable/sysfs-class-rfkill). A soft block is

@@ -2,7 +2,7 @@
 import BLECore
 import BlueZTransport
 import Foundation
-import PlatformIO
+import LinuxIO
 import SystemPackage
 import Testing
 
