@@ -336,6 +336,49 @@ PLAN
 	note "scenario links took $(since "$TS") s"
 }
 
+# ---------------------------------------------------------------- scenario 7: bluetoothd running beside bledfu
+# bluetoothd 5.66 with its default configuration (no main.conf) on a D-Bus system bus, started before the device
+# and the flash: the README says bledfu and bluetoothd coexist. The simulator on hci1 is started after bluetoothd, so
+# its ATT listener is the most recent one and gets the incoming link (many-links.md §5.1).
+scenario_bluetoothd() {
+	S=/tmp/bluetoothd
+	mkdir -p $S /run/dbus /var/lib/bluetooth
+	TS=$(up)
+	command -v bluetoothd > /dev/null || { fail "bluetoothd: not in the image (the host has no bluetoothd or dbus-daemon)"; return; }
+	cat > $S/dbus.conf <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><type>system</type><listen>unix:path=/run/dbus/system_bus_socket</listen><auth>EXTERNAL</auth>
+<policy context="default"><allow user="*"/><allow own="*"/><allow send_destination="*"/><allow receive_sender="*"/></policy>
+</busconfig>
+CONF
+	dbus-daemon --config-file=$S/dbus.conf --fork --print-pid > $S/dbus.pid 2> $S/dbus.err || { fail "bluetoothd: dbus-daemon did not start"; show $S/dbus.err; return; }
+	bluetoothd -n -d > $S/bluetoothd.log 2>&1 &
+	BTD=$!
+	if ! wait_for 15 grep -q "Adapter /org/bluez/hci1 has been enabled\|adapter_service_add\|hci1" $S/bluetoothd.log; then
+		fail "bluetoothd: did not take the adapters"; show $S/bluetoothd.log
+	fi
+	sleep 1
+	kill -0 $BTD 2>/dev/null && note "bluetoothd: running (pid $BTD), $(grep -c 'hci[0-9]' $S/bluetoothd.log) log lines about the adapters"
+	bledfu simulate --adapter hci1 --device bracelet --state-dir $S/device --speedup 4 > $S/simulate.log 2>&1 &
+	SIM=$!
+	wait_for 20 grep -q "$APP advertising" $S/simulate.log || { fail "bluetoothd: the simulator did not advertise beside bluetoothd"; show $S/simulate.log; }
+	TF=$(up)
+	timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal > $S/flash.txt 2>&1
+	RC=$?
+	if [ $RC = 0 ] && bledfu simulate status --status-dir $S/device/status | grep -q "app v2"; then
+		pass "bluetoothd: with bluetoothd running (default configuration) bledfu flashed the bracelet through hci0 in $(since "$TF") s"
+	else
+		fail "bluetoothd: with bluetoothd running, bledfu flash exit code $RC: $(grep 'bledfu: error' $S/flash.txt | head -1)"
+		show $S/flash.txt; show $S/bluetoothd.log 30
+	fi
+	stop_pid $SIM
+	stop_pid $BTD
+	kill "$(cat $S/dbus.pid)" 2>/dev/null
+	for f in $S/simulate.log $S/flash.txt $S/bluetoothd.log; do cp "$f" "$OUT/bluetoothd-$(basename "$f")" 2>/dev/null; done
+	note "scenario bluetoothd took $(since "$TS") s"
+}
+
 case "${VMTEST_ONLY:-all}" in
 flash) scenario_flash ;;
 resume) scenario_resume ;;
@@ -343,6 +386,7 @@ unprivileged) scenario_unprivileged ;;
 legacy) scenario_legacy ;;
 smp) scenario_smp ;;
 links) scenario_links ;;
+bluetoothd) scenario_bluetoothd ;;
 # "links" (about 55-62 s more) is not in the default run, which must stay under the guest watchdog on a loaded
 # TCG host: VM_ONLY=links runs it (docs/vm-test.md).
 *) scenario_flash; scenario_resume; scenario_unprivileged; scenario_legacy; scenario_smp ;;
