@@ -265,7 +265,9 @@ extension BatchLog {
             }
             if final == nil, keepPlace {
                 try await s.execute(
-                    "UPDATE devices SET tries = MAX(tries - 1, 0) WHERE batch = ? AND address = ?", .text(batch), .text(address))
+                    // Portable SQL: SQLite has a scalar MAX(a, b), PostgreSQL only GREATEST (a station on the line failed with
+                    // "function max(bigint, integer) does not exist").
+                    "UPDATE devices SET tries = CASE WHEN tries > 0 THEN tries - 1 ELSE 0 END WHERE batch = ? AND address = ?", .text(batch), .text(address))
             }
         }
     }

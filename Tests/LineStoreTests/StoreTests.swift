@@ -24,7 +24,14 @@ enum StoreChecks {
         let (location, remove) = try await backend.fresh()
         do {
             let log = try await BatchLog.open(location: location)
-            try await body(location, log)
+            do {
+                try await body(location, log)
+            } catch {
+                // Closed on failure too: a PostgreSQL connection dropped unclosed ends the test process (PostgresNIO's
+                // deinit precondition) instead of failing this one check.
+                await log.close()
+                throw error
+            }
             await log.close()
         } catch {
             await remove()
@@ -126,6 +133,27 @@ enum StoreChecks {
         }
     }
 
+    /// Back-pressure (the adapter had no free link, exit 21): the attempt is closed as failed, but the device keeps its
+    /// place in the queue and the try is not counted. The SQL is the same in both dialects (a scalar MAX(a, b) is
+    /// SQLite's only: PostgreSQL refused it with "function max(bigint, integer) does not exist").
+    static func backPressureKeepsThePlace(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { _, log in
+            let run = try await log.startRun(batch: "line", station: station("a"), force: false, at: t0)
+            for index in 1...3 { try await log.enroll(batch: "line", device: identity(index), at: t0) }
+            let first = try #require(try await log.claimNext(batch: "line", station: "a", classes: ["bracelet"], lease: 30, at: t0))
+            let attempt = try await log.beginAttempt(run: run, batch: "line", address: first.address, adapter: "hci0", station: "a", at: t0)
+            try await log.endAttempt(
+                attempt.id, batch: "line", address: first.address,
+                outcome: AttemptOutcome(result: .failed, exitCode: 21, duration: 0.1, bytes: 0), final: nil, keepPlace: true,
+                at: t0 + 1)
+            let again = try #require(try await log.claimNext(batch: "line", station: "a", classes: ["bracelet"], lease: 30, at: t0 + 2))
+            #expect(again.address == first.address, "the refused device is next again, not at the end of the queue")
+            let record = try #require(try await log.devices(batch: "line").first { $0.address == first.address })
+            #expect(record.tries == 0, "the refusal did not count as a try")
+            #expect(try await log.attempts(batch: "line").map(\.exitCode) == [21])
+        }
+    }
+
     /// Two live stations with one name: the second is refused; once the first is silent past its lease (or its
     /// process on this host is gone), the name is free.
     static func stationNamesAreUnique(_ backend: StoreBackend) async throws {
@@ -216,6 +244,7 @@ enum StoreChecks {
     @Test func aDifferentPlanIsRefused() async throws { try await StoreChecks.aDifferentPlanIsRefused(.sqlite) }
     @Test func journalsLiveInTheStore() async throws { try await StoreChecks.journalsLiveInTheStore(.sqlite) }
     @Test func theSnapshotCountsTheLine() async throws { try await StoreChecks.theSnapshotCountsTheLine(.sqlite) }
+    @Test func backPressureKeepsThePlace() async throws { try await StoreChecks.backPressureKeepsThePlace(.sqlite) }
 }
 
 @Suite(
@@ -233,4 +262,5 @@ struct PostgresStoreTests {
     @Test func aDifferentPlanIsRefused() async throws { try await StoreChecks.aDifferentPlanIsRefused(.postgres) }
     @Test func journalsLiveInTheStore() async throws { try await StoreChecks.journalsLiveInTheStore(.postgres) }
     @Test func theSnapshotCountsTheLine() async throws { try await StoreChecks.theSnapshotCountsTheLine(.postgres) }
+    @Test func backPressureKeepsThePlace() async throws { try await StoreChecks.backPressureKeepsThePlace(.postgres) }
 }
