@@ -190,6 +190,40 @@ enum LegacyKitFixture {
         #expect(kept?.version == 1 && kept?.sha256 != DFUSimulatorDigest.sha256Hex(LegacyKitFixture.image))
     }
 
+    /// A package made by `package create` with a SoftDevice, a bootloader and an application (two Legacy parts:
+    /// `sd_bl.bin`, then the application): through the updater, SD+BL first in its own bootloader session (the
+    /// device stays in its bootloader without an application), then the application; each image's hash on the
+    /// device and the new SoftDevice's FWID read from its information structure.
+    @Test func softDeviceBootloaderThenApplication() async throws {
+        // A SoftDevice with its information structure at 0x2000 (magic 0x51B1E5DB, end 0x1B000, FWID 0x87).
+        var softdevice = (0..<0x3000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) }
+        let info: [UInt8] = [0xDB, 0xE5, 0xB1, 0x51, 0x00, 0xB0, 0x01, 0x00, 0x87, 0x00]
+        softdevice.replaceSubrange(0x2004..<0x200E, with: info)
+        let bootloader = (0..<0x2000).map { UInt8(truncatingIfNeeded: $0 &* 11 &+ 5) }
+        var builder = PackageBuilder()
+        builder.softdevice = PackageBuilder.Image(stem: "s130", bytes: softdevice)
+        builder.bootloader = PackageBuilder.Image(stem: "bootloader", bytes: bootloader)
+        builder.application = PackageBuilder.Image(stem: "app", bytes: LegacyKitFixture.image)
+        builder.applicationVersion = 2
+        builder.legacy = LegacyOptions()
+        let bytes = try builder.archive()
+        let package = PackageSource(fileName: "sd-bl-app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        let device = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())
+        let run = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock())
+            .start(LegacyKitFixture.request(package))
+        var completed: [String] = []
+        for await event in run { if case .partCompleted(_, let name) = event { completed.append(name) } }
+        let result = try await run.result()
+        #expect(completed.count == 2 && completed.last == "application", "\(completed)")
+        #expect(result.statistics.bytesResent == 0)
+        let state = await device.state()
+        #expect(state.installed.softdevice?.sha256 == DFUSimulatorDigest.sha256Hex(softdevice))
+        #expect(state.installed.bootloader.sha256 == DFUSimulatorDigest.sha256Hex(bootloader))
+        #expect(state.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(LegacyKitFixture.image))
+        #expect(state.softdeviceFWID == 0x87)
+        #expect(state.mode == .application)
+    }
+
     /// A Secure package on a Legacy device, and a Legacy package on a Secure device: one line each, nothing sent.
     @Test func packageOfTheOtherFamily() async throws {
         let legacyDevice = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())

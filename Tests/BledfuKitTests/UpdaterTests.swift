@@ -92,6 +92,36 @@ enum KitFixture {
     }
 
     /// `--family legacy` with only Secure DFU registered: one clear line, before any connection.
+    /// A Secure package made by `package create` with a SoftDevice, a bootloader and an application (SD+BL, then
+    /// the application): through the updater, in that order, each image's hash on the device, nothing sent twice.
+    @Test func softDeviceBootloaderThenApplication() async throws {
+        let softdevice = (0..<12_288).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 3) }
+        let bootloader = (0..<8_192).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 9) }
+        var builder = PackageBuilder()
+        builder.softdevice = PackageBuilder.Image(stem: "s140", bytes: softdevice)
+        builder.bootloader = PackageBuilder.Image(stem: "bootloader", bytes: bootloader)
+        builder.application = PackageBuilder.Image(stem: "app", bytes: KitFixture.image)
+        builder.applicationVersion = 2
+        builder.bootloaderVersion = 2
+        builder.hwVersion = 52
+        builder.sdReq = [0xB7]
+        builder.sdID = [0xB7]
+        let bytes = try builder.archive()
+        let package = PackageSource(fileName: "sd-bl-app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        let device = VirtualDevice(profile: KitFixture.profile(), clock: ContinuousClock())
+        let run = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock())
+            .start(KitFixture.request(package))
+        var completed: [String] = []
+        for await event in run { if case .partCompleted(_, let name) = event { completed.append(name) } }
+        let result = try await run.result()
+        #expect(completed.count == 2 && completed.last == "application", "\(completed)")
+        #expect(result.statistics.bytesResent == 0)
+        let installed = await device.state().installed
+        #expect(installed.softdevice?.sha256 == DFUSimulatorDigest.sha256Hex(softdevice))
+        #expect(installed.bootloader.sha256 == DFUSimulatorDigest.sha256Hex(bootloader))
+        #expect(installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(KitFixture.image))
+    }
+
     @Test func unknownFamilyIsRefused() async throws {
         let adapter = VirtualDeviceAdapter(devices: [VirtualDevice(profile: KitFixture.profile(), clock: ContinuousClock())])
         var request = KitFixture.request(try KitFixture.package())
