@@ -5,7 +5,7 @@ import Testing
 @testable import Batch
 
 /// One schema description, rendered for SQLite and PostgreSQL; a log made before the version table migrates.
-@Suite struct LineSchemaTests {
+@Suite(.timeLimit(.minutes(2))) struct LineSchemaTests {
     @Test func oneDescriptionRendersForBothDialects() throws {
         let runs = try #require(
             LineSchema.migrations[0].first.flatMap { step -> LineSchema.Table? in

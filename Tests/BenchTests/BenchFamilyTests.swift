@@ -9,7 +9,7 @@ import Testing
 /// A short bench of every family against its virtual devices (the `Bench` module's one loop), each row checked for
 /// consistency: the bytes of the image, a positive bound no higher than the link's ceiling, throughput = bytes /
 /// seconds, the cell's fraction = median throughput / bound, every run completed with the right image.
-@Suite(.timeLimit(.minutes(5))) struct BenchFamilyTests {
+@Suite(.timeLimit(.minutes(10)))(.timeLimit(.minutes(5))) struct BenchFamilyTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -90,7 +90,7 @@ import Testing
 }
 
 /// `bench --device`: the ceiling and bound of the link a real device got, computed as for a virtual cell.
-@Suite struct DeviceLinkTests {
+@Suite(.timeLimit(.minutes(10))) struct DeviceLinkTests {
     /// The line `bledfu flash` prints on BlueZ (`LinkTuningReport`), for the link of the `fast` profile: 2M, LL 251,
     /// 7.5 ms, 8 packets per event, not encrypted. The figures match the virtual cell's link (its flash aside).
     @Test func aReportedLinkGivesTheVirtualCellsFigures() throws {

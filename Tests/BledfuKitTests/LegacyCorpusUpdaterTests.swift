@@ -12,7 +12,7 @@ import Testing
 /// Issue 15 §7 through the shipped updater: every Legacy package of the real corpus, as its zip file, goes through
 /// `Updater` (detection, the buttonless jump, the family's part loop, the journal) onto a virtual device of its kind,
 /// and every part ends byte for byte on the device, in the package's order (SoftDevice and bootloader first).
-@Suite struct LegacyCorpusUpdaterTests {
+@Suite(.timeLimit(.minutes(10))) struct LegacyCorpusUpdaterTests {
     @Test(.enabled(if: LegacyCorpus.shouldRun, "the package corpus is absent (set BLEDFU_CORPUS)"))
     func everyLegacyPackageThroughTheUpdater() async throws {
         let packages = try LegacyCorpus.legacyPackages()

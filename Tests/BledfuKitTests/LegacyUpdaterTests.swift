@@ -41,7 +41,7 @@ enum LegacyKitFixture {
     }
 }
 
-@Suite struct LegacyUpdaterTests {
+@Suite(.timeLimit(.minutes(10))) struct LegacyUpdaterTests {
     /// Detection from the services and DFU Version (0.1: application), the legacy buttonless jump, the bootloader
     /// at the same address (peer data), the image, activation: the updater with its default families.
     @Test func applicationJumpAndImage() async throws {

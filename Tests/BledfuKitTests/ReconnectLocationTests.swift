@@ -12,7 +12,7 @@ import Testing
 /// the application is valid and GPREGRET clear; docs/simulator.md). The reconnect after the lost link looks for
 /// the device at the bootloader's address *and* at the application's (`PartLoop`), finds the application, jumps
 /// again and resumes. Before, it looked only at the bootloader's address, spent its attempts and failed (exit 43).
-@Suite struct ReconnectLocationTests {
+@Suite(.timeLimit(.minutes(5))) struct ReconnectLocationTests {
     @Test func aDeviceThatLostPowerIsFoundInItsApplicationAndFinished() async throws {
         let device = VirtualDevice(
             profile: KitFixture.profile(), faults: try FaultPlan(parsing: "power-loss-after-bytes=6000"),

@@ -11,7 +11,7 @@ import Testing
 
 /// The SMP family through the updater: auto-detection from the package and the services, the upload, test,
 /// reset, reconnect, check and confirm, over real socket pairs to a virtual SMP device.
-@Suite struct SMPFamilyTests {
+@Suite(.timeLimit(.minutes(10))) struct SMPFamilyTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     static func device(faults: SMPFaults = .none, speedup: Double = 2000) throws -> VirtualSMPDevice {

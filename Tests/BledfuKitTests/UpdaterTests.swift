@@ -41,7 +41,7 @@ enum KitFixture {
     }
 }
 
-@Suite struct UpdaterTests {
+@Suite(.timeLimit(.minutes(10))) struct UpdaterTests {
     /// The whole update on a manual clock: application mode, the buttonless jump to address + 1, a link lost in
     /// the middle of the image, the reconnect after its backoff (the only time that passes, moved by the test),
     /// the resume from the journal, the image installed. No real waiting.

@@ -20,7 +20,7 @@ let malformedVectors: [(hex: String, why: String)] = [
     ("8100ff", "break after a complete definite array"),
 ]
 
-@Suite struct CBORMalformedTests {
+@Suite(.timeLimit(.minutes(2))) struct CBORMalformedTests {
     @Test func malformedInputIsRefusedAsMalformed() {
         for vector in malformedVectors {
             let bytes = CBORVector.parse(vector.hex)

@@ -92,7 +92,7 @@ let nonCanonicalVectors: [(hex: String, item: CBOR, canonical: String)] = [
     ("bf66696d616765739fbf64736c6f7400ffffff", .textMap(["images": .array([.textMap(["slot": .unsigned(0)])])]), "a166696d6167657381a164736c6f7400"),
 ]
 
-@Suite struct CBORVectorTests {
+@Suite(.timeLimit(.minutes(2))) struct CBORVectorTests {
     @Test(arguments: canonicalVectors)
     func decodes(_ vector: CBORVector) throws {
         #expect(try CBOR(decoding: vector.bytes) == vector.item)

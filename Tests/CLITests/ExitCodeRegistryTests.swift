@@ -10,7 +10,7 @@ import Testing
 
 /// The exit-code registry: numbers and names unique, every error code the project throws mapped, the generated
 /// tables in README.md and docs/exit-codes.md equal to what `bledfu exit-codes --markdown` prints.
-@Suite struct ExitCodeRegistryTests {
+@Suite(.timeLimit(.minutes(10))) struct ExitCodeRegistryTests {
     @Test func codesAndNamesAreUniqueAndOrdered() {
         let codes = ExitCodeRegistry.entries.map(\.code)
         #expect(codes == codes.sorted())

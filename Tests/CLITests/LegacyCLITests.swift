@@ -67,7 +67,7 @@ final class LegacySimulator {
     }
 }
 
-@Suite(.serialized) struct LegacyCLITests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct LegacyCLITests {
     static let samples: [(package: String, profile: String, address: String)] = [
         ("sdk11-nrf51-app-v2.zip", "sdk11-nrf51", "E1:5D:11:51:00:01"),
         ("sdk11-nrf52-sd-bl-app.zip", "sdk11-nrf52", "E1:5D:11:52:00:01"),
@@ -235,7 +235,7 @@ final class LegacySimulator {
 
 /// `bledfu batch` with Secure and Legacy devices in one plan: each device gets the package of its class and its own
 /// family's protocol.
-@Suite struct LegacyBatchTests {
+@Suite(.timeLimit(.minutes(10))) struct LegacyBatchTests {
     @Test func aPlanMixesSecureAndLegacyDevices() async throws {
         let line = try BatchLine()
         defer { line.cleanUp() }

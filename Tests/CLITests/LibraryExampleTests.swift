@@ -3,7 +3,7 @@ import Testing
 
 /// docs/library.md's example is `Examples/FlashVirtualDevice/main.swift`, built by the package (so it compiles
 /// against the public API), and it flashes a virtual device served by `bledfu simulate`.
-@Suite struct LibraryExampleTests {
+@Suite(.timeLimit(.minutes(10))) struct LibraryExampleTests {
     static var source: URL { CLIRunner.repositoryRoot.appendingPathComponent("Examples/FlashVirtualDevice/main.swift") }
     static var executable: URL { CLIRunner.binary.deletingLastPathComponent().appendingPathComponent("FlashVirtualDevice") }
 

@@ -3,7 +3,7 @@ import LinuxIO
 import Testing
 
 /// `bledfu package inspect|verify|create` on MCUboot images and NCS zips, as a child process.
-@Suite struct PackageMCUbootCLITests {
+@Suite(.timeLimit(.minutes(10))) struct PackageMCUbootCLITests {
     static let root = CLIRunner.repositoryRoot
     static let sensor = root.appendingPathComponent("Firmware/samples/smp-sensor-app-v2.bin").path
     static let bracelet = root.appendingPathComponent("Firmware/samples/smp-bracelet-app-v2.zip").path

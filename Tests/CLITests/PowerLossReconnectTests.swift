@@ -7,7 +7,7 @@ import Testing
 /// application at its original address (`nrf_bootloader.c dfu_enter_check`: the application is valid, GPREGRET is
 /// clear), as the simulator does. bledfu's reconnect looks at the application's address too, jumps again and
 /// finishes the update (before, it looked only for the bootloader and ended with exit 43).
-@Suite(.serialized) struct PowerLossReconnectTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct PowerLossReconnectTests {
     @Test func aDualBankDeviceThatLostPowerIsFoundInItsApplication() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

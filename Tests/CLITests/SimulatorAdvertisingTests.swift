@@ -7,7 +7,7 @@ import VirtualRadio
 /// Issue 22: a virtual device advertises only while no central is connected (`nrf_dfu_ble.c` restarts advertising on
 /// `BLE_GAP_EVT_DISCONNECTED`; a connectable advertiser stops when a central connects), so no host can find a stale
 /// advertisement during a connection or right after the jump.
-@Suite(.serialized) struct SimulatorAdvertisingTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct SimulatorAdvertisingTests {
     /// Waits (bounded, generously) until `condition` holds.
     func eventually(_ condition: () -> Bool) -> Bool {
         for _ in 0..<3000 {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import DFUCore
 
-@Suite struct CodedErrorTests {
+@Suite(.timeLimit(.minutes(2))) struct CodedErrorTests {
     /// Equality and hashing are on the code: the text is for people, the cause is not compared.
     @Test func equalityIsOnTheCode() {
         let a = DFUError(.linkLost, "the device disconnected during object 3")

@@ -3,7 +3,7 @@ import Testing
 
 @testable import DFUCore
 
-@Suite struct JournalTests {
+@Suite(.timeLimit(.minutes(2))) struct JournalTests {
     struct FamilyState: Codable, Hashable {
         var sha: String
         var offsets: [Int]

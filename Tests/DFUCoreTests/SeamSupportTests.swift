@@ -4,7 +4,7 @@ import Testing
 
 @testable import DFUCore
 
-@Suite struct SeamSupportTests {
+@Suite(.timeLimit(.minutes(2))) struct SeamSupportTests {
     /// The erased clock sleeps on the wrapped clock: a manual clock's advance wakes it, nothing else does.
     @Test func updateClockSleepsOnTheWrappedClock() async throws {
         let manual = ManualClock()

@@ -3,7 +3,7 @@ import Testing
 
 @testable import DFUCore
 
-@Suite struct UpdateEventCodingTests {
+@Suite(.timeLimit(.minutes(2))) struct UpdateEventCodingTests {
     static func json(_ event: UpdateEvent) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

@@ -6,7 +6,7 @@ import Testing
 
 /// The simulator against the nRF5 SDK 15.0-17.1 sources (docs/simulator.md, "Settled against the SDK sources"):
 /// repeated Execute, what a disconnect keeps per version, the settings write before the reset, the flash queue.
-@Suite("SDK 15-17 fidelity")
+@Suite("SDK 15-17 fidelity", .timeLimit(.minutes(5)))
 struct SDKFidelityTests {
     let image = Fixture.firmware(10_000)
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Conversation scripts against the SDK 11 bootloader model: host writes X, the device answers Y
 /// (`dfu_transport_ble.c`, `ble_dfu.c`, `dfu_dual_bank.c`; legacy-dfu.md §3–§7).
-@Suite struct BootloaderConversationTests {
+@Suite(.timeLimit(.minutes(5))) struct BootloaderConversationTests {
     static let nrf51 = LegacyFixture.instant(.sdk11NRF51(address: LegacyFixture.address))
     static let image = LegacyFixture.firmware(1000)
     static let initPacket = LegacyInitPacket(

@@ -87,7 +87,7 @@ let legacyNotificationVectors: [LegacyNotificationVector] = {
     return vectors
 }()
 
-@Suite struct LegacyRequestCodecTests {
+@Suite(.timeLimit(.minutes(2))) struct LegacyRequestCodecTests {
     @Test(arguments: legacyRequestVectors)
     func decodes(_ vector: LegacyRequestVector) throws {
         #expect(try LegacyRequest(decoding: vector.bytes) == vector.request)
@@ -128,7 +128,7 @@ let legacyNotificationVectors: [LegacyNotificationVector] = {
     }
 }
 
-@Suite struct LegacyNotificationCodecTests {
+@Suite(.timeLimit(.minutes(2))) struct LegacyNotificationCodecTests {
     @Test(arguments: legacyNotificationVectors)
     func decodes(_ vector: LegacyNotificationVector) throws {
         #expect(try LegacyNotification(decoding: vector.bytes) == vector.notification)
@@ -176,7 +176,7 @@ let legacyNotificationVectors: [LegacyNotificationVector] = {
     }
 }
 
-@Suite struct LegacyValueCodecTests {
+@Suite(.timeLimit(.minutes(2))) struct LegacyValueCodecTests {
     /// Sizes packet: SoftDevice 0x0001F000, bootloader 0x4BBC (19388), application 0.
     @Test func startSizesBothDirections() throws {
         let bytes: [UInt8] = [0x00, 0xF0, 0x01, 0x00, 0xBC, 0x4B, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]

@@ -6,7 +6,7 @@ import Foundation
 import LegacyDFU
 import Testing
 
-@Suite struct CorpusFlashTests {
+@Suite(.timeLimit(.minutes(10))) struct CorpusFlashTests {
     /// Every Legacy package of the corpus goes onto a virtual device of its kind over SEQPACKET pairs (application
     /// first, buttonless jump, every part in its own bootloader session) and must end byte for byte on it: the
     /// engine's own loop (the shipped updater's run of the same packages: BledfuKitTests' LegacyCorpusUpdaterTests).
@@ -40,7 +40,7 @@ import Testing
 
 /// The Legacy samples in Firmware/samples go onto their Firmware/*.json profiles (application first, jump, every
 /// part) and end byte for byte on them.
-@Suite struct LegacySampleTests {
+@Suite(.timeLimit(.minutes(10))) struct LegacySampleTests {
     @Test(arguments: [
         ("sdk11-nrf51-app-v2.zip", "sdk11-nrf51"), ("sdk11-nrf52-sd-bl-app.zip", "sdk11-nrf52"),
         ("adafruit-feather52832-app-v2.zip", "adafruit-feather52832"), ("pinetime-app-v2.zip", "pinetime"),

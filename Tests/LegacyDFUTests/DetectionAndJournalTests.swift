@@ -7,7 +7,7 @@ import LegacyDFU
 import Synchronization
 import Testing
 
-@Suite struct DetectionTests {
+@Suite(.timeLimit(.minutes(5))) struct DetectionTests {
     static let gap = BluetoothUUID(0x1800), gatt = BluetoothUUID(0x1801), dis = BluetoothUUID(0x180A)
     static let hrs = BluetoothUUID(0x180D), battery = BluetoothUUID(0x180F)
     static let dfu = LegacyDFUUUID.service
@@ -56,7 +56,7 @@ import Testing
     }
 }
 
-@Suite struct JournalAndKillTests {
+@Suite(.timeLimit(.minutes(5))) struct JournalAndKillTests {
     @Test func journalCodingAndSummary() throws {
         var journal = LegacyJournal()
         journal.recordRestart(part: 0, error: LegacyDFUError(.disconnected, "link lost after 4000 of 6000 bytes"), bytesSent: 4000)
@@ -100,7 +100,7 @@ import Testing
 }
 
 /// Firmware/*.json with `"family": "legacy"` are the reference profiles, field for field.
-@Suite struct LegacyProfileFileTests {
+@Suite(.timeLimit(.minutes(5))) struct LegacyProfileFileTests {
     static let firmware = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Firmware")
 

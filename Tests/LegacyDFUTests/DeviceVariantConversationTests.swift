@@ -7,7 +7,7 @@ import Testing
 
 /// Flow control (SDK 11 refuses, Adafruit busy-waits), Adafruit's init checks, InfiniTime's service and the
 /// application's buttonless entry, as conversation scripts.
-@Suite struct DeviceVariantConversationTests {
+@Suite(.timeLimit(.minutes(5))) struct DeviceVariantConversationTests {
     static let image = LegacyFixture.firmware(2000)
 
     static func initPacket(type: UInt16 = 0xFFFF, revision: UInt16 = 0xFFFF, image: [UInt8] = image) -> [UInt8] {
@@ -90,7 +90,7 @@ import Testing
 }
 
 /// InfiniTime's `DfuService.cpp` as a conversation.
-@Suite struct InfiniTimeConversationTests {
+@Suite(.timeLimit(.minutes(5))) struct InfiniTimeConversationTests {
     static let profile = LegacyDeviceProfile.pineTime(address: LegacyFixture.address)
     static let image = LegacyFixture.firmware(1000)
     static let initPacket = LegacyInitPacket(

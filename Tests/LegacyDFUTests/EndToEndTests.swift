@@ -8,7 +8,7 @@ import Testing
 
 /// Whole updates of virtual Legacy devices over real SEQPACKET socket pairs: detection, the buttonless jump and where
 /// the bootloader advertises, the parts, restarts from zero after seeded link losses.
-@Suite struct EndToEndTests {
+@Suite(.timeLimit(.minutes(10))) struct EndToEndTests {
     static let image = LegacyFixture.firmware(6000, seed: 9)
 
     @Test func sdk11ApplicationWithTheButtonlessJump() async throws {
@@ -139,7 +139,7 @@ import Testing
 }
 
 /// What a Legacy device keeps across a power cycle, and its status snapshot.
-@Suite struct LegacyPersistenceTests {
+@Suite(.timeLimit(.minutes(10))) struct LegacyPersistenceTests {
     /// Power loss in the middle of an image on a single-bank device: the persistent state (as JSON) says bootloader,
     /// no application; a device restored from it advertises its bootloader at address + 1, and an update finishes it.
     @Test func powerLossOnSingleBankThenRestore() async throws {

@@ -5,7 +5,7 @@ import LegacyDFU
 import Testing
 
 /// The engine against the pure virtual bootloaders: every profile kind, every pacing mode.
-@Suite struct EngineLoopTests {
+@Suite(.timeLimit(.minutes(5))) struct EngineLoopTests {
     static let profiles: [(String, LegacyDeviceProfile)] = [
         ("sdk11-nrf51", .sdk11NRF51(address: LegacyFixture.address)),
         ("sdk11-nrf52", .sdk11NRF52(address: LegacyFixture.address)),

@@ -6,7 +6,7 @@ import Testing
 
 /// Restarts from zero, losses, refusals and lying devices: each ends with the image checked on the device, or with
 /// one clear error and nothing reported installed.
-@Suite struct EngineRestartTests {
+@Suite(.timeLimit(.minutes(5))) struct EngineRestartTests {
     static let nrf52 = LegacyFixture.instant(.sdk11NRF52(address: LegacyFixture.address))
     static let image = LegacyFixture.firmware(12_000, seed: 3)
 

@@ -9,7 +9,7 @@ import VirtualRadio
 /// `LegacyDFUFamily.detect` over a real SEQPACKET pair against a GATT server with the Legacy DFU service: the DFU
 /// Version decides the mode; a version that cannot be read or decoded is an error, never "no DFU Version" (which
 /// would take an SDK 11 application for an SDK <= 6 bootloader).
-@Suite struct FamilyDetectTests {
+@Suite(.timeLimit(.minutes(2))) struct FamilyDetectTests {
     static func detect(_ version: GATTCharacteristicDefinition) async throws -> Result<DetectedMode?, DFUError> {
         let service = GATTServiceDefinition(
             uuid: LegacyDFUUUID.service,

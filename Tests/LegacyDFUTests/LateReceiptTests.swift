@@ -12,7 +12,7 @@ import Testing
 /// timeout; the engine asked `07`, which InfiniTime's `ControlPointHandler` ignores without an answer; the receipt
 /// (`11 <20320>`) then came while the engine waited for the size and was dropped: "timeout: no answer within 10.0
 /// seconds after 20320 of 65536 bytes".
-@Suite struct LateReceiptTests {
+@Suite(.timeLimit(.minutes(5))) struct LateReceiptTests {
     typealias Watch = InfiniTimeConversationTests.Watch
 
     struct Run {

@@ -4,7 +4,7 @@ import Testing
 
 /// The `--mode` names: what each emulation asks the device for, what the parser refuses, and the Legacy protocol
 /// bound that `bledfu bench` measures the modes against.
-@Suite struct PacingModeAndBoundTests {
+@Suite(.timeLimit(.minutes(2))) struct PacingModeAndBoundTests {
     static let image = LegacyFixture.firmware(12_000, seed: 3)
 
     static func run(_ mode: String, profile: LegacyDeviceProfile) throws -> LegacyLoop {

@@ -8,7 +8,7 @@ import Testing
 /// The SDK 11 bootloader built with `experimental/dfu_init_template_signing.c` (legacy-dfu.md §5.4): a dfu_version
 /// 0.8 init packet (ext id 2, image length, SHA-256, ECDSA P-256 signature r‖s over everything before it) passes
 /// `02 01` only with the key the device holds, and Validate checks the image's length and SHA-256.
-@Suite struct SigningTemplateTests {
+@Suite(.timeLimit(.minutes(5))) struct SigningTemplateTests {
     static let image = LegacyFixture.firmware(1000)
     /// Firmware/keys/test-signing-key-DO-NOT-USE.pem.
     static let keyURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

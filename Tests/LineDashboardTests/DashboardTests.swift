@@ -5,7 +5,7 @@ import Testing
 @testable import LineDashboard
 
 /// The dashboard's pieces without a browser (the browser test is in CLITests: LineDashboardBrowserTests).
-@Suite struct DashboardTests {
+@Suite(.timeLimit(.minutes(5))) struct DashboardTests {
     /// The page's script puts values in the DOM only as text: no innerHTML, outerHTML, insertAdjacentHTML,
     /// document.write or eval; the page has no inline script (the CSP forbids one).
     @Test func thePageNeverTurnsDataIntoMarkup() {

@@ -235,7 +235,7 @@ enum StoreChecks {
     }
 }
 
-@Suite struct SQLiteStoreTests {
+@Suite(.timeLimit(.minutes(10))) struct SQLiteStoreTests {
     @Test func migratesToTheCurrentVersion() async throws { try await StoreChecks.migratesToTheCurrentVersion(.sqlite) }
     @Test func refusesANewerSchema() async throws { try await StoreChecks.refusesANewerSchema(.sqlite) }
     @Test func claimsNeverOverlap() async throws { try await StoreChecks.claimsNeverOverlap(.sqlite) }
@@ -247,7 +247,7 @@ enum StoreChecks {
     @Test func backPressureKeepsThePlace() async throws { try await StoreChecks.backPressureKeepsThePlace(.sqlite) }
 }
 
-@Suite(
+@Suite(.timeLimit(.minutes(10)))(
     .enabled(
         if: StoreBackend.postgresEnabled,
         "no PostgreSQL server: set BLEDFU_TEST_POSTGRES_URL (tools/test starts a throwaway cluster and sets it)"),

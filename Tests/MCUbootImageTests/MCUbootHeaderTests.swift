@@ -4,7 +4,7 @@ import Foundation
 import MCUbootImage
 import Testing
 
-@Suite struct MCUbootHeaderTests {
+@Suite(.timeLimit(.minutes(2))) struct MCUbootHeaderTests {
     /// magic 0x96f3b83d | load 0 | hdr 0x200 | prot 0 | img 0x1388 | flags 0 | 1.2.3+4 | pad
     static let header: [UInt8] = [UInt8](hexString: "3db8f396 00000000 0002 0000 88130000 00000000 01 02 0300 04000000 00000000") ?? []
 

@@ -5,7 +5,7 @@ import Testing
 
 /// Public keys from PEM: RSA is read by bledfu's own DER reader (swift-crypto 3.12's RSA PEM parser double-frees on
 /// failure and aborted the process on any non-RSA or truncated PEM), ECDSA P-256 and Ed25519 by swift-crypto.
-@Suite struct MCUbootKeyParsingTests {
+@Suite(.timeLimit(.minutes(2))) struct MCUbootKeyParsingTests {
     /// An RSA-2048 public key (openssl genrsa 2048; `rsa -pubout`): SubjectPublicKeyInfo.
     static let rsaSPKI = """
 -----BEGIN PUBLIC KEY-----

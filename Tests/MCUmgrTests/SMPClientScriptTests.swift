@@ -34,7 +34,7 @@ final class ScriptedTransport: SMPTransport {
 }
 
 /// Conversation scripts: the host sends X, the device answers Y (for every command; SMPRequestTests has their bytes).
-@Suite struct SMPClientScriptTests {
+@Suite(.timeLimit(.minutes(5))) struct SMPClientScriptTests {
     func answer(_ request: [UInt8], body: CBOR, version: SMPVersion = .v2) throws -> [UInt8] {
         let message = try SMPMessage(decoding: request)
         let op = try #require(message.header.operation.response)

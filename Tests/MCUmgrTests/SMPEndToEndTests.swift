@@ -7,7 +7,7 @@ import Testing
 
 /// Uploads and updates against the virtual SMP device in-process over real SEQPACKET pairs, each ending with the
 /// device's confirmed image hash checked.
-@Suite struct SMPEndToEndTests {
+@Suite(.timeLimit(.minutes(10))) struct SMPEndToEndTests {
     @Test(arguments: [SMPUpgradeMode.testAndConfirm, .confirmOnly])
     func updateEndsWithTheNewImageConfirmed(_ mode: SMPUpgradeMode) async throws {
         let bench = SMPTestBench()

@@ -46,7 +46,7 @@ let smpMessageVectors: [SMPMessageVector] = [
             body: .map([]))),
 ]
 
-@Suite struct SMPHeaderTests {
+@Suite(.timeLimit(.minutes(2))) struct SMPHeaderTests {
     @Test(arguments: smpMessageVectors)
     func decodes(_ vector: SMPMessageVector) throws {
         var expected = vector.message

@@ -4,7 +4,7 @@ import MCUmgr
 import Testing
 
 /// Devices that lie end in a clear error, never in a confirmed wrong image.
-@Suite struct SMPLyingDeviceTests {
+@Suite(.timeLimit(.minutes(5))) struct SMPLyingDeviceTests {
     static let cases: [(SMPDeviceLie, SMPError.Code)] = [
         (.offsetBackwards, .protocolViolation),
         (.offsetPastEnd, .protocolViolation),

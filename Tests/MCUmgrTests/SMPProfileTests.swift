@@ -6,7 +6,7 @@ import MCUmgr
 import Testing
 
 /// The bundled SMP profiles and samples (Firmware/smp-*.json, Firmware/samples/smp-*), end to end.
-@Suite struct SMPProfileTests {
+@Suite(.timeLimit(.minutes(5))) struct SMPProfileTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     static func profile(_ name: String) throws -> SMPDeviceProfile {

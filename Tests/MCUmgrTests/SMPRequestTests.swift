@@ -4,7 +4,7 @@ import MCUmgr
 import Testing
 
 /// Every command's request, byte for byte (header + CBOR body), as a Zephyr server reads it.
-@Suite struct SMPRequestTests {
+@Suite(.timeLimit(.minutes(2))) struct SMPRequestTests {
     func hex(_ request: SMPRequest, sequence: UInt8 = 0) -> String { request.message(sequence: sequence).encoded().hexString }
 
     @Test func osCommands() {

@@ -5,7 +5,7 @@ import Testing
 /// Before, the answer to the first chunk (the device's offset after writing it) was taken as where the upload
 /// started, so every clean upload reported its first chunk as resent (2406-2408 bytes with 2475-byte buffers, in
 /// `bledfu bench` and in the VM test's "66300 bytes sent ... 2406 resent").
-@Suite struct SMPUploadAccountingTests {
+@Suite(.timeLimit(.minutes(5))) struct SMPUploadAccountingTests {
     /// Plays a device that takes every chunk at its offset (img_mgmt_upload: `off` is the next expected offset) and
     /// answers in order; returns the upload's result. `held` is the offset of an upload the device already holds with
     /// the same sha (img_mgmt_upload_inspect: the first chunk is then not written, the answer names the held offset).

@@ -11,7 +11,7 @@ import Testing
 
 /// The Secure DFU family through the seam, against a virtual device over in-memory bearers: plan, detect, the
 /// buttonless jump, one part with journal checkpoints. The updater's whole flow is tested in BledfuKitTests.
-@Suite struct SecureDFUFamilyTests {
+@Suite(.timeLimit(.minutes(5))) struct SecureDFUFamilyTests {
     static func source(_ bytes: [UInt8], name: String = "app.zip") -> PackageSource {
         PackageSource(fileName: name, bytes: bytes, sha256: "test")
     }

@@ -5,7 +5,7 @@ import Testing
 @testable import SecureDFU
 
 /// Issue 18 point 1: the retry budget counts time and progress, not attempts.
-@Suite struct StallBudgetTests {
+@Suite(.timeLimit(.minutes(2))) struct StallBudgetTests {
     /// Checkpoint failures: the first retry goes out at once, then 50 ms doubling up to 1 s; with 10 s and 6 tries
     /// the 16th try gives up (0.05 + 0.1 + 0.2 + 0.4 + 0.8 + 9 × 1 = 10.55 s waited).
     @Test func checkpointFailuresWaitLongerAndLongerThenGiveUp() {
@@ -88,7 +88,7 @@ import Testing
 }
 
 /// The three cases of issue 18 point 1 as conversation scripts (host sends X, device answers Y).
-@Suite struct PatienceScriptTests {
+@Suite(.timeLimit(.minutes(2))) struct PatienceScriptTests {
     let part = testPart(imageSize: 8192, initSize: 141)
     var initCRC: UInt32 { CRC32.checksum(part.initPacket) }
     func crc(_ n: Int) -> UInt32 { CRC32.checksum(part.image[0..<n]) }

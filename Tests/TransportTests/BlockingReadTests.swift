@@ -3,7 +3,7 @@ import LinuxIO
 import SystemPackage
 import Testing
 
-@Suite struct BlockingReadTests {
+@Suite(.timeLimit(.minutes(5))) struct BlockingReadTests {
     @Test func readsAPipeToItsEnd() throws {
         let pipe = Pipe()
         let payload = [UInt8](repeating: 0xA5, count: 200_000)  // more than one chunk and more than a pipe holds

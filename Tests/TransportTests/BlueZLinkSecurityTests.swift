@@ -5,7 +5,7 @@ import Testing
 
 /// Raising a BlueZ link's security at the syscall boundary (LinuxIO's SyscallMock): `BT_SECURITY` is read, set,
 /// the socket waited on until the kernel has encrypted the link, and read again.
-@Suite struct BlueZLinkSecurityTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZLinkSecurityTests {
     static let fd: CInt = 7002
 
     @Test func raiseSetsBTSecurityAndReadsTheLevelReached() async throws {

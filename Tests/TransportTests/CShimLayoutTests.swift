@@ -5,7 +5,7 @@ import CLinuxShim
 import Testing
 
 /// Pins the kernel struct layouts Swift sees through CBlueZShim (linux-ble.md §1.1, checked against C).
-@Suite(.timeLimit(.minutes(5))) struct CShimLayoutTests {
+@Suite(.timeLimit(.minutes(2)))(.timeLimit(.minutes(5))) struct CShimLayoutTests {
     @Test func sockaddrL2() {
         #expect(MemoryLayout<sockaddr_l2>.size == 14)
         #expect(MemoryLayout<sockaddr_l2>.offset(of: \.l2_family) == 0)
@@ -87,7 +87,7 @@ import Testing
 
 /// Pins the Linux struct layouts LinuxIO uses through CLinuxShim: `struct epoll_event` as the kernel lays it out
 /// (packed on x86_64: 12 bytes, data at 4), and `struct mmsghdr` (shim.c also asserts it against the GNU header).
-@Suite struct CLinuxShimLayoutTests {
+@Suite(.timeLimit(.minutes(2))) struct CLinuxShimLayoutTests {
     @Test func epollEvent() {
         #if arch(x86_64)
         #expect(MemoryLayout<epoll_event>.size == 12)

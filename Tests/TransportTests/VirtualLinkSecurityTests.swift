@@ -6,7 +6,7 @@ import Testing
 import VirtualRadio
 
 /// Link security on the virtual radio (docs/virtual-radio.md §4.1), over real SEQPACKET socket pairs.
-@Suite("Virtual radio link security")
+@Suite("Virtual radio link security", .timeLimit(.minutes(5)))
 struct VirtualLinkSecurityTests {
     /// A generous answer timeout: under load (two CPU hogs, the whole suite) the answer may wait for a thread.
     func pair(
