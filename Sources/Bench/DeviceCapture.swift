@@ -94,11 +94,10 @@ public struct DeviceCapture: Sendable, Hashable {
         for record in records {
             if record.sent {
                 guard record.pdu.first == 0x52 else { continue }  // a request closing the burst: still in it
-                if current == nil {
-                    current = Burst(packets: 0, attBytes: 0, firstSentMicros: record.micros, answeredMicros: 0)
-                }
-                current?.packets += 1
-                current?.attBytes = max(current?.attBytes ?? 0, record.pdu.count)
+                var burst = current ?? Burst(packets: 0, attBytes: 0, firstSentMicros: record.micros, answeredMicros: 0)
+                burst.packets += 1
+                burst.attBytes = max(burst.attBytes, record.pdu.count)
+                current = burst
             } else if var burst = current {
                 burst.answeredMicros = record.micros
                 result.append(burst)

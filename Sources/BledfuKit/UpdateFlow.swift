@@ -70,7 +70,7 @@ actor UpdateFlow {
         await removeJournal()
         emit(.completed(address: deviceAddress))
         return UpdateResult(
-            family: session.id, deviceAddress: deviceAddress, statistics: meter.statistics, summary: summary)
+            family: opened.session.id, deviceAddress: deviceAddress, statistics: meter.statistics, summary: summary)
     }
 
     // MARK: Families and the package
