@@ -300,7 +300,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "BenchTests",
-        dependencies: ["Bench", "DFUSimulator", "LegacyDFU", "MCUmgr"],
+        dependencies: ["Bench", "DFUSimulator", "LegacyDFU", "MCUmgr", "LinuxIO"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -366,7 +366,7 @@ let package = Package(
 // Micro-benchmarks (Benchmarks/, docs/benchmarks.md), only with BLEDFU_BENCHMARKS=1: package-benchmark and its
 // dependencies add minutes to a cold build. Run: BLEDFU_BENCHMARKS=1 swift package --scratch-path .build-bench benchmark
 if Context.environment["BLEDFU_BENCHMARKS"] == "1",
-    ["BLECore", "ATT", "SecureDFU"].allSatisfy({ name in package.targets.contains { $0.name == name } })
+    ["BLECore", "ATT", "GATT", "LinuxIO", "SecureDFU"].allSatisfy({ name in package.targets.contains { $0.name == name } })
 {
     package.dependencies.append(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]))
@@ -375,6 +375,15 @@ if Context.environment["BLEDFU_BENCHMARKS"] == "1",
             name: "CoreBenchmarks",
             dependencies: ["BLECore", "ATT", "SecureDFU", .product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/CoreBenchmarks",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ))
+    // The send path of a burst of Write Commands, before and after issue 18 (allocations per burst).
+    package.targets.append(
+        .executableTarget(
+            name: "SendPathBenchmarks",
+            dependencies: ["BLECore", "ATT", "GATT", "LinuxIO", .product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/SendPathBenchmarks",
             swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ))

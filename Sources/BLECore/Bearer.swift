@@ -62,6 +62,10 @@ public protocol ATTBearer: AnyObject, Sendable {
     /// Sends `pdus` in order, exactly as that many `send(_:)` calls would (same back-pressure, same checks), in as
     /// few system calls as the link allows. On a failure the PDUs before the failing one have been sent.
     func send(burst pdus: [[UInt8]]) async throws(BearerError)
+    /// Sends one message per payload, each `prefix` followed by the payload (a Write Command: its 3-byte ATT header
+    /// and a slice of the image), exactly as ``send(burst:)`` with the PDUs put together would, without putting them
+    /// together first: a socket writes header and payload straight into a reused sendmmsg(2) buffer.
+    func send(burst payloads: [ArraySlice<UInt8>], prefix: [UInt8]) async throws(BearerError)
     /// The next PDUs from the peer, in order: at least one (suspending like `receive()`), at most `maximumCount`,
     /// never more than have already arrived. Ends like `receive()`.
     func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]]
@@ -77,6 +81,11 @@ extension ATTBearer {
     /// One `send(_:)` per PDU.
     public func send(burst pdus: [[UInt8]]) async throws(BearerError) {
         for pdu in pdus { try await send(pdu) }
+    }
+
+    /// The PDUs put together, then ``send(burst:)``.
+    public func send(burst payloads: [ArraySlice<UInt8>], prefix: [UInt8]) async throws(BearerError) {
+        try await send(burst: payloads.map { prefix + $0 })
     }
 
     /// One `receive()`.

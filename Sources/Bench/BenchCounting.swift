@@ -64,6 +64,9 @@ final class CheckpointCountingBearer: ATTBearer {
 
     func send(_ pdu: [UInt8]) async throws(BearerError) { try await base.send(pdu) }
     func send(burst pdus: [[UInt8]]) async throws(BearerError) { try await base.send(burst: pdus) }
+    func send(burst payloads: [ArraySlice<UInt8>], prefix: [UInt8]) async throws(BearerError) {
+        try await base.send(burst: payloads, prefix: prefix)
+    }
     func close() async { await base.close() }
 
     func receive() async throws(BearerError) -> [UInt8] {

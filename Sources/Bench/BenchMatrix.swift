@@ -45,17 +45,24 @@ public struct BenchJob: Sendable {
     public var profileName: String
     public var target: BenchTarget
     public var repetition: Int
+    /// `--warm`: an adaptive Secure DFU transfer starts from what a first, untimed transfer learned.
+    public var warm: Bool
 
-    public init(mode: String, profileName: String, target: BenchTarget, repetition: Int) {
+    public init(mode: String, profileName: String, target: BenchTarget, repetition: Int, warm: Bool = false) {
         self.mode = mode
         self.profileName = profileName
         self.target = target
         self.repetition = repetition
+        self.warm = warm
     }
 
     /// Runs this job on a fresh virtual device of its family; `timeout` bounds each checkpoint or response wait.
     public func run(timeout: Duration, trace: (@Sendable (String) -> Void)? = nil) async -> BenchRun {
         switch target {
+        case .secure(let profile, let part) where warm:
+            return await SecureBench.runWarm(
+                mode: mode, profileName: profileName, profile: profile, part: part, repetition: repetition,
+                checkpointTimeout: timeout, trace: trace)
         case .secure(let profile, let part):
             return await SecureBench.run(
                 mode: mode, profileName: profileName, profile: profile, part: part, repetition: repetition,
@@ -76,14 +83,14 @@ public struct BenchJob: Sendable {
 public enum BenchMatrix {
     /// The jobs in matrix order: per size, per profile, per repetition, every mode of the profile's family.
     public static func jobs(
-        targets: [(name: String, target: BenchTarget)], modes: [String]?, repetitions: Int
+        targets: [(name: String, target: BenchTarget)], modes: [String]?, repetitions: Int, warm: Bool = false
     ) -> [BenchJob] {
         var jobs: [BenchJob] = []
         for (name, target) in targets {
             let modes = target.modes(modes)
             for repetition in 1...max(repetitions, 1) {
                 for mode in modes {
-                    jobs.append(BenchJob(mode: mode, profileName: name, target: target, repetition: repetition))
+                    jobs.append(BenchJob(mode: mode, profileName: name, target: target, repetition: repetition, warm: warm))
                 }
             }
         }

@@ -13,8 +13,11 @@ public struct DeviceLink: Sendable, Hashable {
     public var dataLength: Int
     /// The negotiated ATT_MTU (23 when not known).
     public var mtu: Int
-    /// LL data PDUs per connection event; the controller does not report it, so it is measured or assumed.
+    /// LL data PDUs per connection event; the controller does not report it, so it is measured (from the run's
+    /// capture, ``DeviceCapture``) or assumed.
     public var packetsPerEvent: Int
+    /// ``packetsPerEvent`` was measured, not assumed.
+    public var packetsPerEventMeasured = false
 
     public init(connectionIntervalMs: Double, phy: String, dataLength: Int, mtu: Int = 23, packetsPerEvent: Int = 6) {
         self.connectionIntervalMs = connectionIntervalMs

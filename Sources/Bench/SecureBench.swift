@@ -55,25 +55,59 @@ public enum SecureBench {
             firmwareVersion: 2)
     }
 
+    /// `--warm`: a first transfer (not timed into the result) teaches the adaptive mode the device; the timed
+    /// transfer, to a fresh device of the same profile, starts from what it learned (``AdaptiveStreamPacing/init(resuming:tuning:)``),
+    /// as the next connection to a device of the same hardware and bootloader does. Other modes learn nothing: run cold.
+    static func runWarm(
+        mode: String, profileName: String, profile: DeviceProfile, part: DFUPart, repetition: Int,
+        checkpointTimeout: Duration, trace: (@Sendable (String) -> Void)? = nil
+    ) async -> BenchRun {
+        var learned: AdaptiveStreamPacing.Snapshot?
+        if (try? PacingPolicies.parse(mode)) is AdaptiveStreamPacing {
+            _ = await run(
+                mode: mode, profileName: profileName, profile: profile, part: part, repetition: repetition,
+                checkpointTimeout: checkpointTimeout, learned: &learned)
+        }
+        return await run(
+            mode: mode, profileName: profileName, profile: profile, part: part, repetition: repetition,
+            checkpointTimeout: checkpointTimeout, trace: trace, seed: learned, learned: &learned)
+    }
+
     /// One transfer of `part` with `mode` to a fresh virtual device made from `profile` (already prepared).
     static func run(
         mode: String, profileName: String, profile: DeviceProfile, part: DFUPart, repetition: Int,
         checkpointTimeout: Duration, trace: (@Sendable (String) -> Void)? = nil
     ) async -> BenchRun {
+        var learned: AdaptiveStreamPacing.Snapshot?
+        return await run(
+            mode: mode, profileName: profileName, profile: profile, part: part, repetition: repetition,
+            checkpointTimeout: checkpointTimeout, trace: trace, seed: nil, learned: &learned)
+    }
+
+    /// One transfer; an adaptive mode starts from `seed` when given, and leaves what it learned in `learned`.
+    static func run(
+        mode: String, profileName: String, profile: DeviceProfile, part: DFUPart, repetition: Int,
+        checkpointTimeout: Duration, trace: (@Sendable (String) -> Void)? = nil, seed: AdaptiveStreamPacing.Snapshot? = nil,
+        learned: inout AdaptiveStreamPacing.Snapshot?
+    ) async -> BenchRun {
         var run = BenchRun(mode: mode, profile: profileName, imageBytes: part.image.count, repetition: repetition)
-        let pacing: any PacingPolicy
+        var pacing: any PacingPolicy
         do {
             pacing = try PacingPolicies.parse(mode)
         } catch {
             run.error = error.description
             return run
         }
+        if let seed, let adaptive = pacing as? AdaptiveStreamPacing {
+            pacing = AdaptiveStreamPacing(resuming: seed, tuning: adaptive.tuning)
+        }
         let device = VirtualDevice(profile: profile, clock: ContinuousClock())
         let counts = CountingTransport.Box()
         let configuration = SecureDFUConfiguration(pacing: pacing, checkpointTimeout: checkpointTimeout)
         var failureCode: DFUEngineError.Code?
+        var policy: (any PacingPolicy)?
         do throws(BenchSetupError) {
-            failureCode = try await BenchLoop.connect(to: device, wrap: { CheckpointCountingBearer($0, box: counts) }) {
+            (failureCode, policy) = try await BenchLoop.connect(to: device, wrap: { CheckpointCountingBearer($0, box: counts) }) {
                 link in
                 await transfer(part, on: link.att, profile: profile, configuration: configuration, counts: counts, run: &run, trace: trace)
             }
@@ -81,6 +115,7 @@ public enum SecureBench {
             run.error = error.reason
             return run
         }
+        learned = (policy as? AdaptiveStreamPacing)?.snapshot
         let state = await device.state()
         run.packetsDropped = Int(clamping: state.counters.packetsDropped)
         run.imageCorrect = state.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(part.image)
@@ -94,11 +129,11 @@ public enum SecureBench {
     }
 
     /// The transfer on one connection: MTU, the model's figures at that MTU, the engine's run timed. Returns the
-    /// engine's failure code (nil when it succeeded).
+    /// engine's failure code (nil when it succeeded) and the pacing as the transfer left it.
     static func transfer(
         _ part: DFUPart, on att: ATTClient, profile: DeviceProfile, configuration: SecureDFUConfiguration,
         counts: CountingTransport.Box, run: inout BenchRun, trace: (@Sendable (String) -> Void)?
-    ) async -> DFUEngineError.Code? {
+    ) async -> (DFUEngineError.Code?, (any PacingPolicy)?) {
         do {
             run.mtu = try await att.exchangeMTU()
             let link = LinkModel(profile: profile)
@@ -131,10 +166,10 @@ public enum SecureBench {
             run.checkpoints = counted.checkpointReports
             run.checksumRequests = counted.checksumRequests
             run.failedCheckpoints = last?.progress.retries ?? 0
-            return failure?.code
+            return (failure?.code, await driver.learnedPacing)
         } catch {
             run.error = "\(error)"
-            return nil
+            return (nil, nil)
         }
     }
 

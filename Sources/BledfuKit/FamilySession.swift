@@ -27,7 +27,8 @@ protocol FamilySession: Sendable {
     func updaterLocation(forApplicationAt peer: PeerAddress, options: UpdateOptions) -> DeviceLocation?
     /// Every part from the journal's position, then the family's finish. Returns the parts' summaries and the
     /// finish's, joined by "; ".
-    func runParts(flow: UpdateFlow, link: DFULink, journal: UpdateJournal?) async throws(DFUError) -> String?
+    func runParts(flow: UpdateFlow, link: DFULink, location: DeviceLocation, journal: UpdateJournal?)
+        async throws(DFUError) -> String?
 }
 
 final class TypedFamilySession<F: DFUFamily>: FamilySession {
@@ -81,9 +82,12 @@ final class TypedFamilySession<F: DFUFamily>: FamilySession {
         family.updaterLocation(forApplicationAt: peer, options: options)
     }
 
-    func runParts(flow: UpdateFlow, link: DFULink, journal: UpdateJournal?) async throws(DFUError) -> String? {
+    func runParts(flow: UpdateFlow, link: DFULink, location: DeviceLocation, journal: UpdateJournal?)
+        async throws(DFUError) -> String?
+    {
         guard case .success(let plan) = plan else { throw planError ?? DFUError(.invalidPackage, "no plan") }
-        var loop = await PartLoop(session: self, plan: plan, flow: flow, link: link, journal: journal)
+        var loop = await PartLoop(
+            session: self, plan: plan, flow: flow, link: link, location: location, journal: journal)
         return try await loop.run()
     }
 }

@@ -26,9 +26,11 @@ struct PartLoop<F: DFUFamily> {
     /// What the families said about how each part got there (``PartOutcome/summary``), for the result.
     var notes: [String] = []
 
-    init(session: TypedFamilySession<F>, plan: FamilyPlan<F.Part>, flow: UpdateFlow, link: DFULink, journal: UpdateJournal?)
-        async
-    {
+    /// `location`: where the updater was found (its peer, and the names it was looked for by after a jump).
+    init(
+        session: TypedFamilySession<F>, plan: FamilyPlan<F.Part>, flow: UpdateFlow, link: DFULink,
+        location: DeviceLocation, journal: UpdateJournal?
+    ) async {
         self.family = session.family
         self.plan = plan
         self.flow = flow
@@ -37,7 +39,7 @@ struct PartLoop<F: DFUFamily> {
         let applicationPeer = await flow.applicationPeer ?? link.peer
         application = DeviceLocation(applicationPeer)
         connection = link
-        location = DeviceLocation(link.peer)
+        self.location = location
         var start = await flow.freshJournal(family: session.family.id, partIndex: 0)
         if let journal {
             if journal.family == session.family.id {
@@ -70,9 +72,11 @@ struct PartLoop<F: DFUFamily> {
                 if connection == nil {
                     // The device may come back in its updater, or in its application (a power loss on a dual-bank
                     // device boots the old application): look at both places.
-                    let link = try await flow.reconnect(location.merged(with: application), after: lastLoss, session: session)
-                    connection = link
-                    location = DeviceLocation(link.peer)
+                    // The unique name a jump asked for stays a place to look (it is not in the link's peer).
+                    let opened = try await flow.reconnect(
+                        location.merged(with: application), after: lastLoss, session: session)
+                    connection = opened.link
+                    location = opened.location.merged(with: DeviceLocation(addresses: [], names: location.names))
                 }
                 guard let link = connection else { continue }
                 let before = journal.confirmedBytes

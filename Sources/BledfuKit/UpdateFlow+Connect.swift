@@ -135,9 +135,7 @@ extension UpdateFlow {
 
     /// The first connection: to the device, else (when it is not at its own address) to where a family's
     /// updater would be for that address, left there by an earlier run.
-    func openFirst(_ peer: PeerAddress, sessions: [any FamilySession]) async throws(DFUError)
-        -> (DFULink, any FamilySession)
-    {
+    func openFirst(_ peer: PeerAddress, sessions: [any FamilySession]) async throws(DFUError) -> OpenedUpdater {
         do {
             return try await openUpdater(initial: peer, location: nil, sessions: sessions)
         } catch where Self.isNotThere(error) && request.target.isAddress {
@@ -160,24 +158,36 @@ extension UpdateFlow {
         return [.deviceNotFound, .connectionRefused, .connectionTimeout].contains(cause.code)
     }
 
+    /// An updater's link, its family, and where it was found: the peer first, then every address and name it was
+    /// looked for at (a jump's location: the unique bootloader name `--unique-name` asked for), so that a reconnect
+    /// after a lost link looks there again.
+    struct OpenedUpdater {
+        var link: DFULink
+        var session: any FamilySession
+        var location: DeviceLocation
+    }
+
     /// Connects (to `initial`, else to whatever `location` finds) and makes sure the link ends at an updater:
-    /// detects the family and mode; from an application it jumps and finds the updater. Returns the link and the
-    /// family whose updater it is.
+    /// detects the family and mode; from an application it jumps and finds the updater. Returns the link, the
+    /// family whose updater it is, and where it was found.
     func openUpdater(initial: PeerAddress?, location: DeviceLocation?, sessions: [any FamilySession])
-        async throws(DFUError) -> (DFULink, any FamilySession)
+        async throws(DFUError) -> OpenedUpdater
     {
         var (link, peer): (DFULink, PeerAddress)
+        var searched: DeviceLocation?
         if let initial {
             (link, peer) = (try await connect(initial), initial)
         } else {
-            (link, peer) = try await findAndConnect(location ?? DeviceLocation(addresses: []), notFound: .notFound)
+            searched = location ?? DeviceLocation(addresses: [])
+            (link, peer) = try await findAndConnect(searched ?? DeviceLocation(addresses: []), notFound: .notFound)
         }
         for _ in 0..<Self.maximumJumps {
             let next: DeviceLocation
             do {
                 switch try await detect(on: link, sessions: sessions) {
                 case .ready(let session):
-                    return (link, session)
+                    let found = DeviceLocation(peer)
+                    return OpenedUpdater(link: link, session: session, location: searched.map(found.merged(with:)) ?? found)
                 case .jump(let session, let bonded, let jump):
                     emit(.applicationMode(address: peer.address.description, bonded: bonded))
                     next = try await jump(link, context)
@@ -188,6 +198,7 @@ extension UpdateFlow {
             }
             await link.close()
             try await pause(request.options.rebootDelay)
+            searched = next
             (link, peer) = try await findAndConnect(next, notFound: .notFound)
         }
         await link.close()

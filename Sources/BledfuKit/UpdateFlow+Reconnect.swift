@@ -5,8 +5,9 @@ extension UpdateFlow {
     /// Connects to the family's updater again. After a lost link (`loss`) this is one disconnect episode of the
     /// ``ReconnectPolicy``: up to `attempts` attempts, each after its backoff on the updater's clock (a stop request
     /// ends the wait at once); between parts (`loss` nil) one attempt, which scans for up to the scan timeout.
+    /// Returns the updater's link and where it was found (with every name it was looked for by).
     func reconnect(_ location: DeviceLocation, after loss: DFUError?, session: any FamilySession) async throws(DFUError)
-        -> DFULink
+        -> OpenedUpdater
     {
         let policy = request.reconnect
         var last: DFUError?
@@ -19,7 +20,7 @@ extension UpdateFlow {
             }
             if stop.isRequested { throw DFUError(.stopped, "stopped before reconnecting", cause: loss) }
             do {
-                return try await openUpdater(initial: nil, location: location, sessions: [session]).0
+                return try await openUpdater(initial: nil, location: location, sessions: [session])
             } catch {
                 if [.noUpdateService, .remoteRefusal, .cancelled].contains(error.code) { throw error }
                 last = error

@@ -61,15 +61,16 @@ actor UpdateFlow {
         applicationPeer = peer
         let journal = await loadJournal()
         emit(.connecting(address: deviceAddress))
-        let (link, session) = try await openFirst(peer, sessions: sessions)
+        let opened = try await openFirst(peer, sessions: sessions)
         setUnderWay(true)
         defer { setUnderWay(false) }
-        let summary = try await session.runParts(flow: self, link: link, journal: journal)
+        let summary = try await opened.session.runParts(
+            flow: self, link: opened.link, location: opened.location, journal: journal)
         meter.finish()
         await removeJournal()
         emit(.completed(address: deviceAddress))
         return UpdateResult(
-            family: session.id, deviceAddress: deviceAddress, statistics: meter.statistics, summary: summary)
+            family: opened.session.id, deviceAddress: deviceAddress, statistics: meter.statistics, summary: summary)
     }
 
     // MARK: Families and the package

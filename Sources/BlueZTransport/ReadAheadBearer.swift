@@ -134,6 +134,9 @@ public final class ReadAheadBearer: ATTBearer {
     public func send(_ pdu: [UInt8]) async throws(BearerError) { try await link.send(pdu) }
 
     public func send(burst pdus: [[UInt8]]) async throws(BearerError) { try await link.send(burst: pdus) }
+    public func send(burst payloads: [ArraySlice<UInt8>], prefix: [UInt8]) async throws(BearerError) {
+        try await link.send(burst: payloads, prefix: prefix)
+    }
 
     /// Closes the link; the held PDUs are dropped and receives end with `.closed` (as the socket's would).
     public func close() async {

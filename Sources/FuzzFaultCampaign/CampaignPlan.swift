@@ -52,6 +52,11 @@ struct RunPlan: CustomStringConvertible {
     var imageSize: Int
     var mtu: UInt16
     var saveProgress: Bool
+    /// The device runs an old application (dual bank, unbonded buttonless) and the run reconnects after a lost
+    /// link: a power loss brings that application back at the device's own address, where the reconnect must look
+    /// (issue 18 point 1). Drawn for half the runs with a power loss, from a generator of its own (the other draws
+    /// stay as they were).
+    var oldApplication = false
     var pacing: String
     var faults: FaultPlan
     var kinds: [CampaignFault]
@@ -122,6 +127,8 @@ struct RunPlan: CustomStringConvertible {
             kills = [packetSize * (1 + extra.below(max(1, total / packetSize)))]
             if extra.chance(0.3) { kills.append(kills[0] + packetSize * (1 + extra.below(40))) }
         }
+        var application = CampaignRandom(state: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x6170_706C)
+        oldApplication = kinds.contains(.powerLoss) && application.chance(0.5)
         killsAfterBytes = kills.sorted()
         self.items = items
         self.kinds = kinds.sorted()
@@ -131,6 +138,6 @@ struct RunPlan: CustomStringConvertible {
     var description: String {
         let kills = killsAfterBytes.isEmpty ? "" : " kill-after-bytes=\(killsAfterBytes.map(String.init).joined(separator: "/"))"
         return "run \(index): \(imageSize) B, MTU \(mtu), \(pacing), save_progress=\(saveProgress), "
-            + items.joined(separator: ",") + kills
+            + (oldApplication ? "old application, " : "") + items.joined(separator: ",") + kills
     }
 }

@@ -45,6 +45,8 @@ struct RunReport {
     var killBytes: [Int] = []
     /// Every `bledfu flash` / `bledfu resume` process of the run, in order.
     var processes: [UploadProcessResult] = []
+    /// Reconnects inside an attempt that found the device back in its old application and jumped again.
+    var applicationReturns = 0
 }
 
 /// One upload of the campaign in this process (runs without a kill; ``ProcessKillRun`` does those): a fresh virtual
@@ -64,7 +66,9 @@ struct CampaignRun {
         Self.address.map {
             DeviceProfile(
                 name: "Campaign", address: $0, saveProgress: plan.saveProgress, requireSignedApp: false,
-                installed: InstalledImages(application: nil, bootloader: InstalledImage(version: 1), softdevice: nil),
+                installed: InstalledImages(
+                    application: plan.oldApplication ? InstalledImage(version: 1) : nil,
+                    bootloader: InstalledImage(version: 1), softdevice: nil),
                 link: LinkParameters(maxMTU: Int(plan.mtu), receiveBuffers: 64),
                 flash: FlashParameters(queueDepth: 64, bankSize: 200_704),
                 // A full flash queue needs flash time to be full for: real times, 100 times faster.
@@ -106,6 +110,7 @@ struct CampaignRun {
             let attempt = await attempt(device: device, package: package, store: store, packetsBefore: packets)
             packets = attempt.packets
             report.bytesWritten += attempt.bytes
+            report.applicationReturns += max(0, attempt.jumps - 1)
             switch attempt.result {
             case .success:
                 // Check the device as a careful host would after a reported success; a success without the image
@@ -169,6 +174,9 @@ struct CampaignRun {
         var result: AttemptResult
         var packets: Int
         var bytes: Int
+        /// Buttonless jumps from the application: more than one in an attempt means a reconnect found the device
+        /// back in its application (a power loss on a dual-bank device) and jumped again.
+        var jumps = 0
     }
 
     /// The run's image as an unsigned application package (as `bledfu package create` makes it).
@@ -193,13 +201,22 @@ struct CampaignRun {
             adapter: adapter, journal: store,
             wrapBearer: { bearer in CapturingBearer(wrapping: bearer, observers: [counter]) })
         let options = UpdateOptions(pacing: plan.pacing, responseTimeout: checkpointTimeout, rebootDelay: .zero)
+        // With an old application the attempt reconnects itself (as `bledfu flash` does): after a power loss it has
+        // to find the device in that application, at its own address, and jump again.
+        let reconnect = plan.oldApplication
+            ? ReconnectPolicy(attempts: 3, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(80))
+            : ReconnectPolicy(attempts: 0)
         let request = UpdateRequest(
             package: package, target: .address(PeerAddress(Self.address ?? device.profile.address, type: .random)),
-            options: options, reconnect: ReconnectPolicy(attempts: 0), scanTimeout: .seconds(5),
-            connectTimeout: .seconds(5))
+            options: options, reconnect: reconnect, scanTimeout: .seconds(5), connectTimeout: .seconds(5))
+        let run = updater.start(request)
+        var jumps = 0
+        for await event in run {
+            if case .jumping = event { jumps += 1 }
+        }
         let result: AttemptResult
         do {
-            _ = try await updater.update(request)
+            _ = try await run.result()
             result = .success
         } catch {
             result = .failure("\(error)")
@@ -207,6 +224,8 @@ struct CampaignRun {
         // The attempt ends: the link goes down.
         await adapter.idle()
         let counted = counter.counts
-        return Attempt(result: result, packets: packetsBefore + counted.packets, bytes: counted.initBytes + counted.dataBytes)
+        return Attempt(
+            result: result, packets: packetsBefore + counted.packets, bytes: counted.initBytes + counted.dataBytes,
+            jumps: jumps)
     }
 }

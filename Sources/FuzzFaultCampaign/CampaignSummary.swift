@@ -38,6 +38,11 @@ struct CampaignSummary {
         var fired: [String: Int] = [:]
         for report in reports { for kind in report.faultsFired { fired[kind, default: 0] += 1 } }
         lines.append("  faults fired:              " + fired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        let returning = reports.filter { $0.plan.oldApplication }
+        let powerLosses = returning.filter { $0.faultsFired.contains("power-loss") }
+        lines.append(
+            "  old application back:      \(returning.count) run(s) with one, \(powerLosses.count) with a power loss fired, "
+                + "\(returning.map(\.applicationReturns).reduce(0, +)) reconnect(s) found it and jumped again")
         let interruptions = reports.map(\.interruptions).reduce(0, +)
         lines.append("  interrupted attempts:      \(interruptions)")
         // Bytes resent per disconnect, from runs whose faults only drop the link (disconnects and kills; no drops,

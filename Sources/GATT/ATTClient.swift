@@ -57,8 +57,12 @@ public actor ATTClient {
     private struct Outgoing: Sendable {
         /// One PDU, or a burst of commands that goes to the bearer in one `send(burst:)`.
         var pdus: [[UInt8]]
+        /// Or a burst of commands sharing one header: `send(burst:prefix:)`, the PDUs never put together here.
+        var prefixed: (prefix: [UInt8], payloads: [ArraySlice<UInt8>])? = nil
         var completion: CheckedContinuation<Result<Void, ATTClientError>, Never>?
     }
+    /// The 3-byte Write Command header per handle, made once (a burst then allocates no header).
+    private var writeCommandHeaders: [UInt16: [UInt8]] = [:]
 
     /// - Parameters:
     ///   - bearer: the link; the client owns it from now on (it closes it on timeout, protocol errors and `close()`).
@@ -150,6 +154,31 @@ public actor ATTClient {
         guard !pdus.isEmpty else { return }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ATTClientError>, Never>) in
             enqueue(Outgoing(pdus: pdus, completion: continuation))
+        }
+        try result.get()
+    }
+
+    /// Write Commands of every value of `values` to `handle` as one burst (§3.4.5.3): as
+    /// ``commands(encoded:)`` with `ATTPDU.encodeWriteCommand(handle:value:)` of each value would send them, but the
+    /// PDUs are never put together here: the bearer gets the header once and the values as they are
+    /// (`ATTBearer.send(burst:prefix:)`; a socket writes both straight into its reused sendmmsg(2) buffer). A value
+    /// longer than ATT_MTU − 3 throws `.invalidArgument` and nothing is sent.
+    public func writeCommands(handle: UInt16, values: [ArraySlice<UInt8>]) async throws(ATTClientError) {
+        if let reason = machine.closedReason { throw reason }
+        let limit = machine.mtu - 3
+        if let long = values.first(where: { $0.count > limit }) {
+            throw ATTClientError(.invalidArgument, "command of \(long.count + 3) octets exceeds ATT_MTU = \(limit + 3)")
+        }
+        guard !values.isEmpty else { return }
+        let header: [UInt8]
+        if let known = writeCommandHeaders[handle] {
+            header = known
+        } else {
+            header = [ATTOpcode.writeCommand.rawValue, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8)]
+            writeCommandHeaders[handle] = header
+        }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ATTClientError>, Never>) in
+            enqueue(Outgoing(pdus: [], prefixed: (header, values), completion: continuation))
         }
         try result.get()
     }
@@ -308,7 +337,9 @@ public actor ATTClient {
             sending.withLock { $0.since = started }
             let result: Result<Void, ATTClientError>
             do {
-                if item.pdus.count == 1 {
+                if let prefixed = item.prefixed {
+                    try await bearer.send(burst: prefixed.payloads, prefix: prefixed.prefix)
+                } else if item.pdus.count == 1 {
                     try await bearer.send(item.pdus[0])
                 } else {
                     try await bearer.send(burst: item.pdus)

@@ -233,11 +233,13 @@ public struct GATTClient: Sendable {
     }
 
     /// Write Without Response of every value of `values` to `handle` as one burst (§4.9.1, one Write Command each):
-    /// in this order, nothing between them, in as few bearer calls as the bearer allows (``ATTClient/commands(encoded:)``).
-    /// Returns once the bearer took them all. A value longer than ATT_MTU − 3 throws `.invalidArgument` and nothing
-    /// is sent. What a DFU transport streams its packets with.
+    /// in this order, nothing between them, in as few bearer calls as the bearer allows
+    /// (``ATTClient/writeCommands(handle:values:)``: the values are not copied into PDUs on the way; a socket puts
+    /// header and value together once, in its reused sendmmsg buffer). Returns once the bearer took them all. A
+    /// value longer than ATT_MTU − 3 throws `.invalidArgument` and nothing is sent. What a DFU transport streams its
+    /// packets with.
     public func writeWithoutResponse(handle: UInt16, values: [ArraySlice<UInt8>]) async throws(ATTClientError) {
-        try await att.commands(encoded: values.map { ATTPDU.encodeWriteCommand(handle: handle, value: $0) })
+        try await att.writeCommands(handle: handle, values: values)
     }
 
     /// Writes the CCCD (§4.12.3 / Vol 3 Part G §3.3.3.3) of a discovered characteristic: `[.notification]`,

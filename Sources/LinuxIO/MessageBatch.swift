@@ -79,6 +79,40 @@ public final class ReceiveBatch: @unchecked Sendable {
     deinit { storage.deallocate() }
 }
 
+/// Send buffers for sendmmsg(2), reused from burst to burst: the headers of ``SocketDescriptor/maximumBatch``
+/// messages and one data area that grows to the largest burst seen (then stays). A burst of Write Commands is put
+/// together here: each message's prefix (the ATT header) and its payload (an image slice) copied once, straight
+/// from where they are; nothing is allocated per burst once the area is large enough.
+///
+/// Not thread-safe: one caller at a time (a bearer takes it out while a send runs).
+public final class SendBatch: @unchecked Sendable {
+    // @unchecked: owned by one caller at a time (see above).
+    let headers: MessageHeaders
+    private(set) var storage: UnsafeMutableRawPointer
+    private(set) var storageSize: Int
+
+    public init(capacity: Int = SocketDescriptor.maximumBatch, initialBytes: Int = 64 * 256) {
+        headers = MessageHeaders(capacity: capacity)
+        storageSize = max(1, initialBytes)
+        storage = UnsafeMutableRawPointer.allocate(byteCount: storageSize, alignment: 16)
+    }
+
+    public var capacity: Int { headers.capacity }
+
+    /// Bytes the data area holds now.
+    public var bytes: Int { storageSize }
+
+    /// Makes the data area at least `byteCount` bytes (its contents are not kept).
+    func reserve(_ byteCount: Int) {
+        guard byteCount > storageSize else { return }
+        storage.deallocate()
+        storageSize = byteCount
+        storage = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 16)
+    }
+
+    deinit { storage.deallocate() }
+}
+
 extension SocketDescriptor {
     /// The most messages one sendmmsg/recvmmsg call carries here (the kernel's limit, UIO_MAXIOV, is 1024).
     public static let maximumBatch = 64
@@ -104,6 +138,37 @@ extension SocketDescriptor {
         }
         return try ioResultOrErrno {
             system_sendmmsg(rawValue, headers.headers, CUnsignedInt(count), CInt(MSG_NOSIGNAL))
+        }.get().map(Int.init)
+    }
+
+    /// Sends the first messages of `payloads` (at most the batch's capacity) with one sendmmsg(2), each message
+    /// `prefix` followed by its payload, put together in `batch`'s reused buffer (MSG_NOSIGNAL). Returns how many the
+    /// kernel took, from the first on; `.wouldBlock` when it took none (EAGAIN). EINTR is retried.
+    public func send(payloads: ArraySlice<ArraySlice<UInt8>>, prefix: [UInt8], using batch: SendBatch) throws(Errno)
+        -> IOResult<Int>
+    {
+        let count = min(payloads.count, batch.capacity)
+        guard count > 0 else { return .processed(0) }
+        var total = 0
+        for payload in payloads.prefix(count) { total += prefix.count + payload.count }
+        batch.reserve(total)
+        var offset = 0
+        prefix.withUnsafeBytes { header in
+            for (index, payload) in payloads.prefix(count).enumerated() {
+                let target = batch.storage + offset
+                if let base = header.baseAddress { target.copyMemory(from: base, byteCount: header.count) }
+                payload.withUnsafeBytes { source in
+                    if let base = source.baseAddress {
+                        (target + header.count).copyMemory(from: base, byteCount: source.count)
+                    }
+                }
+                let length = header.count + payload.count
+                batch.headers.setBuffer(index, base: target, count: length)
+                offset += length
+            }
+        }
+        return try ioResultOrErrno {
+            system_sendmmsg(rawValue, batch.headers.headers, CUnsignedInt(count), CInt(MSG_NOSIGNAL))
         }.get().map(Int.init)
     }
 

@@ -25,6 +25,8 @@ public final class SocketBearer: ATTBearer {
     private let descriptor: SharedDescriptor
     /// Receive buffers, reused: taken out while a receive runs (a concurrent receive makes its own).
     private let receiveBuffers = Mutex<ReceiveBatch?>(nil)
+    /// Send buffers, reused: taken out while a burst is sent (a concurrent burst makes its own).
+    private let sendBuffers = Mutex<SendBatch?>(nil)
     /// An empty message ended a batch: the next receive reports end of stream.
     private let endOfStreamPending = Mutex(false)
     /// Tests: runs when an operation found the socket not ready, just before it waits for readiness.
@@ -102,6 +104,44 @@ public final class SocketBearer: ATTBearer {
             let result: IOResult<Int>
             do throws(Errno) {
                 result = try fd.send(messages: pdus[next...])
+            } catch {
+                throw mapError(error, operation: "sendmmsg")
+            }
+            switch result {
+            case .processed(let sent):
+                logger.trace("sent PDUs", metadata: ["att.count": "\(sent)"])
+                next += max(sent, 0)
+                if sent <= 0 {
+                    throw BearerError(.system, "sendmmsg took no message")
+                }
+            case .wouldBlock:
+                aboutToWait()
+                do throws(Errno) {
+                    try await fd.waitWritable()
+                } catch {
+                    throw mapWaitError(error)
+                }
+            }
+        }
+    }
+
+    /// Each message `prefix` + payload, put together in a reused sendmmsg(2) buffer (``SendBatch``), up to
+    /// ``SocketDescriptor/maximumBatch`` per call; on EAGAIN it waits until the socket is writable and goes on with
+    /// the messages the kernel has not taken yet.
+    public func send(burst payloads: [ArraySlice<UInt8>], prefix: [UInt8]) async throws(BearerError) {
+        if let limit = linkInfo.maximumPDUSize, let payload = payloads.first(where: { prefix.count + $0.count > limit }) {
+            throw BearerError(.pduTooLarge, "\(prefix.count + payload.count) bytes, link carries \(limit)")
+        }
+        let batch = sendBuffers.withLock { $0.take() } ?? SendBatch()
+        defer { sendBuffers.withLock { $0 = batch } }
+        var next = payloads.startIndex
+        let fd = try open()
+        defer { descriptor.release() }
+        while next < payloads.endIndex {
+            if descriptor.isClosed { throw BearerError(.closed, "bearer closed") }
+            let result: IOResult<Int>
+            do throws(Errno) {
+                result = try fd.send(payloads: payloads[next...], prefix: prefix, using: batch)
             } catch {
                 throw mapError(error, operation: "sendmmsg")
             }

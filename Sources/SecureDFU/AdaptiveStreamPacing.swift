@@ -15,8 +15,9 @@
 ///   failed checkpoint also goes back to checksums until the objects are clean again.
 /// - **Prepare delay**, a pause after Create Data before the object's first packet. Bootloaders queue the page
 ///   erase on Create and drop packets that find the flash queue or the receive buffers full; a host faster than the
-///   flash overruns them. The delay starts at ``Tuning/delayStep`` (a page erase on nRF52 takes about 85 ms) and
-///   halves after every ``Tuning/confirmObjects`` clean objects while nothing was ever lost, down to zero. A loss
+///   flash overruns them. The delay starts at ``Tuning/initialDelay`` (zero: a device that loses nothing never
+///   waits, and a link without a model runs no timer for it); a start above zero halves after every
+///   ``Tuning/confirmObjects`` clean objects while nothing was ever lost, down to zero. A loss
 ///   before anything came back clean since Create (at most once per object) marks the delay as too short and raises
 ///   it (``Tuning/delayStep``, then doubling, up to ``Tuning/maximumDelay``); a delay that carried
 ///   ``Tuning/confirmObjects`` objects in a row cleanly is enough. Between the longest delay too short and the
@@ -33,6 +34,13 @@
 ///   between (its round trip lets the flash catch up), the last one ending with the receipt. After
 ///   ``Tuning/confirmObjects`` clean objects the limit tries halfway to the burst that was too long, so it settles
 ///   at the longest burst the device takes.
+/// - **Paced bursts** (``Tuning/pauseStep``, issue 18). Once a burst limit is known and the prepare delay has carried
+///   an object, the bursts of an object are paced by a learned *pause* instead of a checkpoint's round trip: all but
+///   the last go out with no checkpoint, each followed by ``pause``, and only the object's last burst is checked
+///   (its receipt or a checksum). The pause starts at ``Tuning/pauseStep``, halves after every
+///   ``Tuning/confirmObjects`` clean paced objects while no paced object was lost, doubles after a loss in a paced
+///   object (then bisects between the longest pause too short and the shortest enough, like the prepare delay), and
+///   pacing ends for the connection (checkpoints between bursts again) when it would exceed ``Tuning/maximumPause``.
 ///
 /// Events in: ``nextBurst(packetsLeftInObject:)``, ``record(_:)`` (each checkpoint), ``slowDown()`` (the engine's
 /// "too many failures in a row"). Decisions out: ``PacingBurst``, ``packetReceiptInterval`` and
@@ -43,7 +51,9 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     public struct Tuning: Hashable, Sendable {
         /// Packets between checkpoints at the start.
         public var initialInterval: Int
-        /// The prepare delay at the start, and the first one after a loss at zero delay.
+        /// The prepare delay at the start (zero: none until something was lost).
+        public var initialDelay: Duration
+        /// The first prepare delay after a loss at zero delay (about half a page erase on nRF52).
         public var delayStep: Duration
         /// The largest prepare delay.
         public var maximumDelay: Duration
@@ -56,14 +66,23 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         public var receiptsAfterCleanObjects: Int
         /// How long the engine waits for a receipt before asking with Calculate Checksum.
         public var receiptTimeout: Duration
+        /// The first pause between paced bursts (nil: no paced bursts, a checkpoint between limited bursts).
+        public var pauseStep: Duration?
+        /// A pause longer than this ends pacing for the connection.
+        public var maximumPause: Duration
 
         public init(
-            initialInterval: Int = 4, delayStep: Duration = .milliseconds(40), maximumDelay: Duration = .seconds(1),
+            initialInterval: Int = 4, initialDelay: Duration = .zero, delayStep: Duration = .milliseconds(40),
+            maximumDelay: Duration = .seconds(1),
             confirmObjects: Int = 3, delayTolerance: Double = 0.3, receiptsAfterCleanObjects: Int = 3,
-            receiptTimeout: Duration = .seconds(2)
+            receiptTimeout: Duration = .seconds(2), pauseStep: Duration? = .milliseconds(20),
+            maximumPause: Duration = .milliseconds(160)
         ) {
             self.receiptTimeout = receiptTimeout
+            self.pauseStep = pauseStep
+            self.maximumPause = maximumPause
             self.initialInterval = max(1, initialInterval)
+            self.initialDelay = max(.zero, initialDelay)
             self.delayStep = delayStep
             self.maximumDelay = maximumDelay
             self.confirmObjects = max(1, confirmObjects)
@@ -83,6 +102,8 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         public var failed: Bool
         /// The learned burst limit (absent in snapshots of older versions).
         public var burstLimit: Int?
+        /// The learned pause between paced bursts (absent: none learned, or an older version).
+        public var pauseMicros: Int64?
     }
 
     public let tuning: Tuning
@@ -123,6 +144,16 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     public private(set) var receiptsBroken = false
     /// The burst handed out last ends with a receipt.
     var burstUsesReceipt = false
+    /// The pause between paced bursts (nil: not pacing).
+    public private(set) var pause: Duration?
+    /// The longest pause a paced object was lost at, and the shortest that carried ``Tuning/confirmObjects`` objects.
+    public private(set) var pauseTooShort: Duration?
+    public private(set) var pauseEnough: Duration?
+    /// Pacing was tried and ended for this connection (a pause beyond ``Tuning/maximumPause`` was needed).
+    public private(set) var pacingEnded = false
+    var cleanObjectsAtPause = 0
+    /// The object in progress had paced bursts (its closing checkpoint judges the pause).
+    var objectPaced = false
     /// No clean checkpoint since Create Data yet: losses now point at the prepare delay.
     var freshObject = true
     /// The prepare delay was already found too short for the current object.
@@ -131,7 +162,7 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     public init(tuning: Tuning = Tuning()) {
         self.tuning = tuning
         self.interval = tuning.initialInterval
-        self.prepareDelay = tuning.delayStep
+        self.prepareDelay = tuning.initialDelay
     }
 
     /// Starts from what an earlier connection to the same device learned.
@@ -145,13 +176,14 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         receiptsBroken = snapshot.failed
         burstLimit = snapshot.burstLimit.map { max(1, $0) }
         longestCleanBurst = burstLimit ?? 0
+        if tuning.pauseStep != nil { pause = snapshot.pauseMicros.map { .microseconds(max(0, $0)) } }
     }
 
     public var snapshot: Snapshot {
         Snapshot(
             interval: interval, objectPackets: objectPackets, prepareDelayMicros: Self.micros(prepareDelay),
             delayTooShortMicros: delayTooShort.map(Self.micros), delayEnoughMicros: delayEnough.map(Self.micros),
-            failed: receiptsBroken, burstLimit: burstLimit)
+            failed: receiptsBroken, burstLimit: burstLimit, pauseMicros: pause.map(Self.micros))
     }
 
     /// Whole objects in one burst.
@@ -178,6 +210,14 @@ public struct AdaptiveStreamPacing: PacingPolicy {
             lastBurstPackets = left
             return PacingBurst(packets: left, checkpoint: burstUsesReceipt ? .packetReceipt : .checksum)
         }
+        if let pause, let burstLimit, left > burstLimit {
+            // Paced: the device cannot take the rest back to back; a pause instead of a checkpoint's round trip.
+            objectPaced = true
+            burstEndsObject = false
+            burstUsesReceipt = false
+            lastBurstPackets = burstLimit
+            return PacingBurst(packets: burstLimit, checkpoint: .none, pause: pause)
+        }
         burstEndsObject = interval >= left
         // The object's last burst can end with its receipt too (the device counts from Create).
         burstUsesReceipt = burstEndsObject && usesReceipts && left < objectPackets
@@ -202,6 +242,16 @@ public struct AdaptiveStreamPacing: PacingPolicy {
             failedCheckpoints += 1
             if outcome == .timeout, burstUsesReceipt { receiptsBroken = true }
             cleanObjectsInARow = 0
+            if objectPaced, pause != nil, shortestCleanDelay.map({ prepareDelay >= $0 }) ?? false {
+                // Lost in an object whose bursts were paced, at a prepare delay that carried objects: the pause.
+                pauseTooShortNow()
+                objectPaced = false
+                if outcome == .mismatch { startObject() }
+                burstEndsObject = false
+                burstUsesReceipt = false
+                return
+            }
+            objectPaced = false
             let longerThanClean = longestCleanBurst > 0 && lastBurstPackets > longestCleanBurst
             // A delay at least as long as one that carried an object cleanly is not to blame for a loss after Create.
             let delayKnownGood = shortestCleanDelay.map { prepareDelay >= $0 } ?? false
@@ -215,6 +265,7 @@ public struct AdaptiveStreamPacing: PacingPolicy {
                 longestCleanBurst = min(longestCleanBurst, limit)
                 interval = limit
                 cleanObjectsAtLimit = 0
+                startPacingIfUseful()
                 if outcome == .mismatch { startObject() }
                 burstEndsObject = false
                 burstUsesReceipt = false
@@ -239,6 +290,8 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     }
 
     public mutating func slowDown() {
+        if pause != nil { pacingEnded = true }
+        pause = nil
         intervalCap = max(1, tuning.initialInterval / 2)
         cleanObjectsSinceCap = 0
         interval = 1
@@ -252,6 +305,8 @@ public struct AdaptiveStreamPacing: PacingPolicy {
 
     mutating func objectClosedCleanly() {
         shortestCleanDelay = min(shortestCleanDelay ?? prepareDelay, prepareDelay)
+        if objectPaced { pausedObjectClosedCleanly() }
+        objectPaced = false
         cleanObjectsInARow += 1
         startObject()
         cleanObjectsSinceCap += 1
@@ -280,7 +335,8 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     /// was too long, until the two are one packet apart or within half of ``Tuning/delayTolerance`` of the longer
     /// (each failed try costs a loss).
     mutating func probeLongerBursts() {
-        guard let limit = burstLimit, let tooLong = burstTooLong else { return }
+        // While paced, a loss would not tell a too long burst from a too short pause: the limit stays.
+        guard pause == nil, let limit = burstLimit, let tooLong = burstTooLong else { return }
         cleanObjectsAtLimit += 1
         guard cleanObjectsAtLimit >= tuning.confirmObjects else { return }
         cleanObjectsAtLimit = 0
@@ -290,6 +346,50 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         burstLimit = probe
         interval = max(interval, probe)
         if let intervalCap { interval = min(interval, intervalCap) }
+    }
+
+    /// A burst limit (the device cannot take a whole object back to back) with a prepare delay that carried an
+    /// object: pace the bursts instead of checking each (``Tuning/pauseStep``).
+    mutating func startPacingIfUseful() {
+        guard pause == nil, !pacingEnded, let step = tuning.pauseStep, let burstLimit, burstLimit < objectPackets,
+            shortestCleanDelay != nil
+        else { return }
+        pause = step
+        cleanObjectsAtPause = 0
+    }
+
+    mutating func pausedObjectClosedCleanly() {
+        guard let current = pause else { return }
+        cleanObjectsAtPause += 1
+        guard cleanObjectsAtPause >= tuning.confirmObjects else { return }
+        cleanObjectsAtPause = 0
+        guard let tooShort = pauseTooShort else {
+            let half = Self.micros(current) / 2
+            pause = half < 1_000 ? .zero : .microseconds(half)
+            return
+        }
+        let enough = min(pauseEnough ?? current, current)
+        pauseEnough = enough
+        if Self.micros(enough - tooShort) > Int64(Double(Self.micros(enough)) * tuning.delayTolerance) {
+            pause = .microseconds((Self.micros(tooShort) + Self.micros(enough)) / 2)
+        } else {
+            pause = enough
+        }
+    }
+
+    mutating func pauseTooShortNow() {
+        guard let failed = pause, let step = tuning.pauseStep else { return }
+        pauseTooShort = max(pauseTooShort ?? .zero, failed)
+        if let enough = pauseEnough, enough <= failed { pauseEnough = nil }
+        let raised = pauseEnough ?? (failed == .zero ? step : failed * 2)
+        cleanObjectsAtPause = 0
+        if raised > tuning.maximumPause {
+            // The device needs about a round trip between bursts anyway: checkpoints between them, as before.
+            pause = nil
+            pacingEnded = true
+        } else {
+            pause = raised
+        }
     }
 
     mutating func delayTooShortNow() {

@@ -39,6 +39,9 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     private var forwarder: Task<Void, Never>?
     private var linkDown = false
     private var stopRequested = false
+    /// The pacing policy as the last run left it: what it learned about the device on this connection
+    /// (``AdaptiveStreamPacing/snapshot`` seeds the next connection to the same kind of device).
+    public private(set) var learnedPacing: (any PacingPolicy)?
 
     public init(
         transport: any DFUTransport, clock: C, configuration: SecureDFUConfiguration = SecureDFUConfiguration(),
@@ -107,6 +110,7 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
             currentInbox.set(nil)
             timerTask?.cancel()
             inboxContinuation.finish()
+            learnedPacing = machine.pacing
         }
         let start = clock.now
         var startBytes: Int?

@@ -16,6 +16,9 @@ public final class ControllerLinkBearer: ATTBearer {
     public var linkInfo: LinkInfo { base.linkInfo }
     public func send(_ pdu: [UInt8]) async throws(BearerError) { try await base.send(pdu) }
     public func send(burst pdus: [[UInt8]]) async throws(BearerError) { try await base.send(burst: pdus) }
+    public func send(burst payloads: [ArraySlice<UInt8>], prefix: [UInt8]) async throws(BearerError) {
+        try await base.send(burst: payloads, prefix: prefix)
+    }
     public func receive() async throws(BearerError) -> [UInt8] { try await base.receive() }
     public func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]] {
         try await base.receive(upTo: maximumCount)

@@ -57,6 +57,9 @@ public final class VirtualSecureLink: ATTBearer {
     public var linkInfo: LinkInfo { base.linkInfo }
     public func send(_ pdu: [UInt8]) async throws(BearerError) { try await base.send(pdu) }
     public func send(burst pdus: [[UInt8]]) async throws(BearerError) { try await base.send(burst: pdus) }
+    public func send(burst payloads: [ArraySlice<UInt8>], prefix: [UInt8]) async throws(BearerError) {
+        try await base.send(burst: payloads, prefix: prefix)
+    }
     public func close() async {
         answer(nil)
         await base.close()

@@ -46,4 +46,37 @@ import Testing
         let progress = events.compactMap { if case .progress(let p) = $0 { p } else { nil } }
         #expect(progress.last?.bytes == KitFixture.image.count)
     }
+
+    /// `--unique-name` (the bootloader name asked for through buttonless) and a lost link: the reconnect looks for
+    /// the bootloader by that name again, not only at the address the link had. Before, the part loop kept only the
+    /// link's peer and dropped the names the jump returned: the reconnect found the device by address alone.
+    @Test func aLostLinkIsRefoundByTheUniqueBootloaderName() async throws {
+        let device = VirtualDevice(
+            profile: KitFixture.profile(), faults: try FaultPlan(parsing: "disconnect-after-bytes=6000"),
+            clock: ContinuousClock())
+        let adapter = VirtualDeviceAdapter(devices: [device], link: .inMemory)
+        let clock = ManualClock()
+        let updater = Updater(adapter: adapter, clock: clock, journal: InMemoryUpdateJournalStore())
+        var request = KitFixture.request(try KitFixture.package())
+        request.options.bootloaderName = "Dfu3344FF"
+        let run = updater.start(request)
+        var events: [UpdateEvent] = []
+        for await event in run {
+            events.append(event)
+            if case .reconnecting(_, _, let delay) = event {
+                await clock.waitForSleepers(1)
+                clock.advance(by: .milliseconds(delay))
+            }
+        }
+        let result = try await run.result()
+        #expect(result.statistics.reconnects == 1)
+        #expect(await device.state().faults.map(\.kind) == ["disconnect"])
+        #expect(await device.state().installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(KitFixture.image))
+        let bootloader = KitFixture.address.nordicBootloaderAddress.description
+        let found = events.compactMap { if case .found(let address, let name, let byName) = $0 { (address, name, byName) } else { nil } }
+        // The jump's search and the reconnect's: both by the unique name, at the bootloader's address.
+        #expect(found.count == 2, "\(events)")
+        #expect(found.allSatisfy { $0.0 == bootloader && $0.1 == "Dfu3344FF" && $0.2 }, "\(found)")
+        #expect(events.last == .completed(address: KitFixture.address.description))
+    }
 }

@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func aTooLongBurstSetsTheLimitAndLeavesTheDelayAlone() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         // A device that takes 12 packets back to back, never more (the lossy bracelet's flash queue).
         let fails = { (packets: Int) in packets > 12 }
         _ = Self.object(&policy, fails: fails)  // 4, 8, 5: clean, now streaming
@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func aLossLaterInAnObjectInABurstOfKnownGoodLengthCapsTheInterval() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         let fails = { (packets: Int) in packets > 12 }
         _ = Self.object(&policy, fails: fails)
         _ = Self.object(&policy, fails: fails)  // limit 8
@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func theLimitSettlesAtTheLongestBurstTheDeviceTakes() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         let fails = { (packets: Int) in packets > 12 }
         var failures = 0
         for _ in 0..<20 {
@@ -82,7 +82,7 @@ import Testing
     }
 
     @Test func aLoadedHostLettingALongBurstThroughOnceDoesNotMoveTheBlameToTheDelay() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         _ = Self.object(&policy, fails: { _ in false })  // 4, 8, 5
         _ = Self.object(&policy, fails: { _ in false })  // 17 got through once
         let delay = policy.prepareDelay
@@ -95,7 +95,7 @@ import Testing
     }
 
     @Test func lossesAtADelayThatCarriedObjectsShortenTheBurstFurther() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         _ = Self.object(&policy, fails: { _ in false })  // 4, 8, 5 clean at 40 ms
         #expect(policy.shortestCleanDelay == .milliseconds(40))
         _ = policy.nextBurst(packetsLeftInObject: 17)

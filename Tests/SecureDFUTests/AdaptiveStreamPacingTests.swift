@@ -10,8 +10,27 @@ import Testing
     /// 17 packets of 244 bytes make one 4096-byte object at ATT_MTU 247.
     static let objectPackets = 17
 
-    @Test func startsWithChecksumsAndOneEraseStepOfDelay() {
+    /// The default: no prepare delay until something was lost (issue 18 point 3: a link that loses nothing never
+    /// waits, and no timer runs for it); the first loss right after Create raises it to one erase step.
+    @Test func theDefaultStartsWithoutDelayAndLearnsOneOnTheFirstLoss() {
         var policy = AdaptiveStreamPacing()
+        #expect(policy.prepareDelay == .zero)
+        #expect(policy.delayAfterCreate(objectIndex: 0) == nil)
+        #expect(policy.nextBurst(packetsLeftInObject: Self.objectPackets) == PacingBurst(packets: 4, checkpoint: .checksum))
+        policy.record(.mismatch)
+        #expect(policy.delayTooShort == .zero)
+        #expect(policy.delayAfterCreate(objectIndex: 0) == .milliseconds(40))
+        var clean = AdaptiveStreamPacing()
+        for _ in 0..<12 {
+            _ = clean.nextBurst(packetsLeftInObject: 1)
+            clean.record(.clean)
+            #expect(clean.delayAfterCreate(objectIndex: 1) == nil)
+        }
+    }
+
+    /// Tests of the delay's bisection start from one erase step, as the default did before issue 18.
+    @Test func startsWithChecksumsAndOneEraseStepOfDelay() {
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         #expect(policy.packetReceiptInterval == 0)
         #expect(policy.delayAfterCreate(objectIndex: 0) == .milliseconds(40))
         #expect(policy.nextBurst(packetsLeftInObject: Self.objectPackets) == PacingBurst(packets: 4, checkpoint: .checksum))
@@ -20,7 +39,7 @@ import Testing
     }
 
     @Test func cleanCheckpointsGrowIntoStreamingWholeObjects() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         var left = Self.objectPackets
         var bursts: [Int] = []
         while left > 0 {
@@ -41,7 +60,7 @@ import Testing
     }
 
     @Test func theDelayHalvesAwayWhileNothingIsLost() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         var delays: [Duration] = []
         for _ in 0..<12 {
             _ = policy.nextBurst(packetsLeftInObject: 1)
@@ -133,7 +152,7 @@ import Testing
     }
 
     @Test func aLossLaterInAnObjectCapsTheInterval() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)  // 4 packets
         policy.record(.clean)
         _ = policy.nextBurst(packetsLeftInObject: 13)  // 8 packets
@@ -150,7 +169,7 @@ import Testing
     }
 
     @Test func prepareDelayDoublesPerLossUpToTheMaximum() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         var delays: [Duration] = []
         for _ in 0..<8 {
             _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
@@ -163,7 +182,7 @@ import Testing
     }
 
     @Test func oneLossPerObjectCountsForTheDelay() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
         policy.record(.shortfall)  // continues inside the same object
         _ = policy.nextBurst(packetsLeftInObject: 16)
@@ -172,7 +191,7 @@ import Testing
     }
 
     @Test func prepareDelayBisectsBetweenTooShortAndEnough() {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         func object(_ outcome: CheckpointOutcome) {
             _ = policy.nextBurst(packetsLeftInObject: 1)
             policy.record(outcome)
@@ -270,11 +289,17 @@ import Testing
     }
 
     func streaming() -> AdaptiveStreamPacing {
-        var policy = AdaptiveStreamPacing()
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
         for left in [17, 13, 5] {
             _ = policy.nextBurst(packetsLeftInObject: left)
             policy.record(.clean)
         }
         return policy
     }
+}
+
+extension AdaptiveStreamPacing.Tuning {
+    /// A prepare delay of one erase step from the start and checkpoints between limited bursts (the default before
+    /// issue 18 started the delay at zero and paced the bursts).
+    static let erasing = AdaptiveStreamPacing.Tuning(initialDelay: .milliseconds(40), pauseStep: nil)
 }

@@ -86,6 +86,47 @@ import VirtualRadio
         #expect(try await b.receive() == [0x52, 0x02, 0x00])
     }
 
+    /// `send(burst:prefix:)` (issue 18 point 3): each message is the prefix and its payload, put together in the
+    /// bearer's reused sendmmsg buffer; the peer sees exactly the PDUs `send(burst:)` of the joined arrays sends,
+    /// over several sendmmsg calls (more than 64), with a buffer that has to grow (payloads up to 600 bytes), and a
+    /// second burst reusing it.
+    @Test func aPrefixedBurstArrivesAsTheJoinedPDUs() async throws {
+        let (a, b) = try SeqPacketBearer.makeSocketPair()
+        let image = (0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+        var payloads: [ArraySlice<UInt8>] = []
+        var offset = 0
+        for index in 0..<100 {
+            let length = index == 50 ? 600 : 1 + index % 244
+            payloads.append(image[offset..<offset + length])
+            offset += length
+        }
+        let prefix: [UInt8] = [0x52, 0x10, 0x00]
+        try await a.send(burst: payloads, prefix: prefix)
+        #expect(try await Self.collect(b, count: 100, upTo: 64) == payloads.map { prefix + $0 })
+        let again = Array(payloads.suffix(3))
+        try await a.send(burst: again, prefix: [0x52, 0x11, 0x00])
+        #expect(try await Self.collect(b, count: 3, upTo: 8) == again.map { [0x52, 0x11, 0x00] + $0 })
+    }
+
+    @Test func aPrefixedBurstLargerThanTheSendBufferWaitsForTheReceiver() async throws {
+        let (a, b) = try SeqPacketBearer.makeSocketPair()
+        try #require(a.socket).setSendBufferSize(4096)
+        let image = [UInt8](repeating: 0xEE, count: 244 * 300)
+        let payloads = (0..<300).map { image[($0 * 244)..<($0 * 244 + 244)] }
+        let sender = Task { try await a.send(burst: payloads, prefix: [0x52, 0x10, 0x00]) }
+        let received = try await Self.collect(b, count: 300, upTo: 32)
+        try await sender.value
+        #expect(received == payloads.map { [0x52, 0x10, 0x00] + $0 })
+    }
+
+    @Test func anOversizedPrefixedPDUSendsNothing() async throws {
+        let (a, b) = try SeqPacketBearer.makeSocketPair(linkInfo: LinkInfo(maximumPDUSize: 23))
+        let payloads: [ArraySlice<UInt8>] = [[0x01][...], [UInt8](repeating: 0x02, count: 21)[...]]
+        await #expect(throws: BearerError(.pduTooLarge)) { try await a.send(burst: payloads, prefix: [0x52, 0x01, 0x00]) }
+        try await a.send(burst: [payloads[0]], prefix: [0x52, 0x01, 0x00])
+        #expect(try await b.receive() == [0x52, 0x01, 0x00, 0x01])
+    }
+
     @Test func capturesSeeEveryPDUOfABurst() async throws {
         let (a, b) = try SeqPacketBearer.makePair()
         let recorder = BurstRecorder()

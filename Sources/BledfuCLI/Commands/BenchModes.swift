@@ -56,6 +56,11 @@ struct BenchModes: AsyncParsableCommand {
     @Flag(name: .long, help: "No link model at all (infinite speedup): measures engine plus device cost on this host.")
     var unthrottled = false
 
+    @Flag(
+        name: .long,
+        help: "Warm start: each adaptive Secure DFU run starts from what a first, untimed run to the same profile learned.")
+    var warm = false
+
     @Option(name: .long, help: ArgumentHelp("Cells run at the same time.", valueName: "n"))
     var parallel = 1
 
@@ -167,7 +172,8 @@ struct BenchModes: AsyncParsableCommand {
                 }
             }
         }
-        let jobs = BenchMatrix.jobs(targets: targets, modes: modes == nil ? nil : modeList, repetitions: self.repeat)
+        let jobs = BenchMatrix.jobs(
+            targets: targets, modes: modes == nil ? nil : modeList, repetitions: self.repeat, warm: warm)
         let trace: (@Sendable (String) -> Void)? =
             ProcessInfo.processInfo.environment["BLEDFU_BENCH_TRACE"] == "1" ? { @Sendable line in Console.errorRaw(line) } : nil
         return await BenchMatrix.run(
