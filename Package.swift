@@ -24,6 +24,8 @@ var targets: [Target] = [
     ),
     // Layer 0: C declarations of the Linux calls Swift's Glibc module leaves out (epoll, sendmmsg/recvmmsg).
     .target(name: "CLinuxShim", path: "Sources/CLinuxShim"),
+    // Layer 0: the commit a build was made from (`bledfu --version`; tools/package stamps it with -Xcc -DBLEDFU_COMMIT).
+    .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
     // Layer 1: pure value types shared by every layer (bytes, addresses, UUIDs, CRCs, the bearer protocol).
     .target(name: "BLECore", swiftSettings: swiftSettings),
     // Layer 2: ATT PDU codec (pure).
@@ -173,7 +175,7 @@ var targets: [Target] = [
         dependencies: [
             "BLECore", "ATT", "GATT", "LinuxIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
             "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Batch", "BledfuKit", "SimulatorHost", "MCUbootImage",
-            "MCUmgr", "LineStore", "LineDashboard", "Bench",
+            "MCUmgr", "LineStore", "LineDashboard", "Bench", "CBuildInfo",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -307,7 +309,7 @@ var targets: [Target] = [
         name: "CLITests",
         dependencies: [
             "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "LinuxIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Batch", "LineStore", "MCUmgr", "MCUbootImage",
+            "VirtualRadio", "Batch", "LineStore", "MCUmgr", "MCUbootImage", "BlueZTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings

@@ -15,7 +15,7 @@ import sys
 
 # Each library/executable target's layer: a target may depend only on targets of a lower layer (docs/architecture.md).
 LAYERS = {
-    "CBlueZShim": 0, "CLinuxShim": 0, "CBOR": 0, "FuzzSupport": 0,
+    "CBlueZShim": 0, "CLinuxShim": 0, "CBuildInfo": 0, "CBOR": 0, "FuzzSupport": 0,
     "BLECore": 1,
     "ATT": 2, "DFUProtocol": 2,
     "GATT": 3, "DFUPackage": 3,

@@ -30,7 +30,8 @@ public struct StationInfo: Sendable, Equatable {
 /// write transaction that locks the chosen row (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so two stations never wait
 /// for or take the same row; SQLite's `BEGIN IMMEDIATE` admits one writer at a time). Each heartbeat renews the
 /// station's leases; a lease that runs out (the station was killed, its cable pulled) makes the device claimable
-/// again, and its open attempt is closed as `interrupted` by the station that takes it over.
+/// again, and its open attempt is closed as `interrupted` by the station that takes it over. What a station writes
+/// about a device afterwards is refused (BatchLog+Attempts.swift: the claim fences every write).
 extension BatchLog {
     /// Registers the station and starts its run of `batch`.
     ///
@@ -61,12 +62,9 @@ extension BatchLog {
                 """, .text(station.name), .text(batch), .text(station.host), .int(station.pid), .text(station.adapters),
                 .text(station.planHash), .text(now), .integer(nowMS), .integer(Int64(station.lease * 1000)))
             // What an earlier instance of this station (or a log without stations) left open.
-            try await s.execute(
-                """
-                UPDATE attempts SET result = 'interrupted', finished_at = ?,
-                    error = COALESCE(error, 'the batch stopped before this attempt ended (crash or kill)')
-                WHERE batch = ? AND result = 'running' AND (station IS NULL OR station = ?)
-                """, .text(now), .text(batch), .text(station.name))
+            try await Self.closeInterrupted(
+                s, batch: batch, condition: "(a.station IS NULL OR a.station = ?)", [.text(station.name)],
+                error: "the batch stopped before this attempt ended (crash or kill)", at: date)
             try await s.execute(
                 "UPDATE runs SET result = 'interrupted', finished_at = ? WHERE batch = ? AND result = 'running' AND (station IS NULL OR station = ?)",
                 .text(now), .text(batch), .text(station.name))
@@ -150,12 +148,9 @@ extension BatchLog {
             else { return nil }
             let now = Self.timestamp(date)
             if let previous = chosen.string("station"), previous != station {
-                try await s.execute(
-                    """
-                    UPDATE attempts SET result = 'interrupted', finished_at = ?,
-                        error = COALESCE(error, 'station ' || ? || ' stopped renewing its claim during this attempt (lease expired)')
-                    WHERE batch = ? AND address = ? AND result = 'running'
-                    """, .text(now), .text(previous), .text(batch), .text(address))
+                try await Self.closeInterrupted(
+                    s, batch: batch, condition: "a.address = ?", [.text(address)],
+                    error: "station \(previous) stopped renewing its claim during this attempt (lease expired)", at: date)
             }
             try await s.execute(
                 """
@@ -199,102 +194,6 @@ extension BatchLog {
                 try await s.rows("SELECT address FROM devices WHERE batch = ? AND station = ? AND status = 'running'", .text(batch), .text(station))
                     .compactMap { $0.string("address") })
             return Set(progress.keys).subtracting(held)
-        }
-    }
-
-    // MARK: - Attempts
-
-    /// Opens an attempt (result `running`) and marks the device `running` on `adapter`. Returns the attempt's id and
-    /// its number (1 for the device's first attempt in this batch, across runs and stations).
-    public func beginAttempt(run: Int64, batch: String, address: String, adapter: String, station: String? = nil, at date: Date)
-        async throws(BatchLogError) -> (id: Int64, number: Int)
-    {
-        let pair: [Int64] = try await write { s in
-            let number = (try await s.row("SELECT COUNT(*) AS n FROM attempts WHERE batch = ? AND address = ?", .text(batch), .text(address))?.int64("n") ?? 0) + 1
-            let device = try await s.row("SELECT name, package_sha256 FROM devices WHERE batch = ? AND address = ?", .text(batch), .text(address))
-            let now = Self.timestamp(date)
-            let inserted = try await s.rows(
-                """
-                INSERT INTO attempts (run_id, batch, address, number, name, adapter, package_sha256, started_at, station)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
-                """, .integer(run), .text(batch), .text(address), .integer(number), .text(device?.string("name")), .text(adapter),
-                .text(device?.string("package_sha256") ?? ""), .text(now), .text(station))
-            guard let id = inserted.first?.int64("id") else { throw BatchLogError(.write, "no attempt id") }
-            try await s.execute(
-                """
-                UPDATE devices SET status = 'running', adapter = ?, run_id = ?, attempts = ?, tries = tries + 1, updated_at = ?,
-                    station = COALESCE(?, station) WHERE batch = ? AND address = ?
-                """, .text(adapter), .integer(run), .integer(number), .text(now), .text(station), .text(batch), .text(address))
-            return [id, number]
-        }
-        return (pair[0], Int(pair[1]))
-    }
-
-    /// Closes an attempt; with `final`, also writes the device's final status (one transaction). Without, the device
-    /// goes back to the end of the queue, unclaimed; with `keepPlace` (the adapter had no link for it: back-pressure,
-    /// not the device's failure) it keeps its place in the queue and the attempt does not count against its retries.
-    public func endAttempt(
-        _ id: Int64, batch: String, address: String, outcome: AttemptOutcome, final: DeviceStatus?, keepPlace: Bool = false,
-        at date: Date
-    ) async throws(BatchLogError) {
-        try await write { s in
-            let now = Self.timestamp(date)
-            try await s.execute(
-                """
-                UPDATE attempts SET finished_at = ?, result = ?, error = ?, exit_code = ?, duration = ?, bytes = ?,
-                    resends = ?, version_before = ?, version_after = ?, name = COALESCE(?, name)
-                WHERE id = ?
-                """, .text(now), .text(outcome.result.rawValue), .text(outcome.error), .integer(outcome.exitCode.map { Int64($0) }),
-                .real(outcome.duration), .int(outcome.bytes), .int(outcome.resends), .uint(outcome.versionBefore),
-                .uint(outcome.versionAfter), .text(outcome.name), .integer(id))
-            let status = final ?? .pending
-            try await s.execute(
-                """
-                UPDATE devices SET status = ?, error = ?, exit_code = ?, duration = duration + ?, bytes = bytes + ?,
-                    resends = resends + ?, version_before = COALESCE(version_before, ?),
-                    version_after = COALESCE(?, version_after), name = COALESCE(?, name), updated_at = ?,
-                    lease_until = NULL, stage = NULL, finished_at = ?,
-                    queue = CASE WHEN ? = 1 THEN queue ELSE (SELECT COALESCE(MAX(queue), 0) + 1 FROM devices WHERE batch = ?) END
-                WHERE batch = ? AND address = ?
-                """, .text(status.rawValue), .text(outcome.error), .integer(outcome.exitCode.map { Int64($0) }), .real(outcome.duration),
-                .int(outcome.bytes), .int(outcome.resends), .uint(outcome.versionBefore), .uint(outcome.versionAfter),
-                .text(outcome.name), .text(now), .text(final == nil ? nil : now), .int(final == nil && !keepPlace ? 0 : 1),
-                .text(batch), .text(batch), .text(address))
-            if final == nil {
-                try await s.execute("UPDATE devices SET station = NULL WHERE batch = ? AND address = ?", .text(batch), .text(address))
-            }
-            if final == nil, keepPlace {
-                try await s.execute(
-                    // Portable SQL: SQLite has a scalar MAX(a, b), PostgreSQL only GREATEST (a station on the line failed with
-                    // "function max(bigint, integer) does not exist").
-                    "UPDATE devices SET tries = CASE WHEN tries > 0 THEN tries - 1 ELSE 0 END WHERE batch = ? AND address = ?", .text(batch), .text(address))
-            }
-        }
-    }
-
-    // MARK: - Journals
-
-    /// The journal a station saved for this device and package (the content of its journal file), if any.
-    public func journal(address: String, packageSHA256: String) async throws(BatchLogError) -> String? {
-        try await read { s in
-            try await s.row("SELECT content FROM journals WHERE address = ? AND package_sha256 = ?", .text(address), .text(packageSHA256))?
-                .string("content")
-        }
-    }
-
-    /// Stores a device's journal (nil removes it).
-    public func saveJournal(address: String, packageSHA256: String, content: String?, station: String, at date: Date) async throws(BatchLogError) {
-        try await write { s in
-            guard let content else {
-                try await s.execute("DELETE FROM journals WHERE address = ? AND package_sha256 = ?", .text(address), .text(packageSHA256))
-                return
-            }
-            try await s.execute(
-                """
-                INSERT INTO journals (address, package_sha256, content, station, updated_at) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(address, package_sha256) DO UPDATE SET content = excluded.content, station = excluded.station,
-                    updated_at = excluded.updated_at
-                """, .text(address), .text(packageSHA256), .text(content), .text(station), .text(Self.timestamp(date)))
         }
     }
 }

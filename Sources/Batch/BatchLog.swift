@@ -246,6 +246,9 @@ public struct BatchLogError: Error, Sendable, Equatable, CustomStringConvertible
         public static let stationNameTaken = Code(rawValue: "station-name-taken")
         /// The line's live stations run another plan (classes and packages).
         public static let planDiffers = Code(rawValue: "plan-differs")
+        /// The station no longer holds the device's claim (its lease ran out and another station took the device
+        /// over): nothing was written. The scheduler drops the device; it never reaches an exit code.
+        public static let claimLost = Code(rawValue: "claim-lost")
     }
 
     public var code: Code

@@ -35,6 +35,8 @@ extension BatchScheduler {
         private let lastBeat: BeatTracker
         /// The latest progress of each device this station runs (the heartbeat stores it).
         private let progress: ProgressTable
+        /// The running attempts by address: a device another station took over has its attempt cancelled.
+        private let attempts = AttemptTasks()
 
         init(scheduler: BatchScheduler, run: Int64, classes: [String], names: [BluetoothAddress: String]) {
             // Progress and finished events also keep the table of in-flight progress the heartbeat stores.
@@ -163,6 +165,10 @@ extension BatchScheduler {
                 do {
                     (attemptID, attemptNumber) = try await log.beginAttempt(
                         run: run, batch: scheduler.batch, address: record.address, adapter: adapter.label, station: station.name, at: scheduler.now())
+                } catch where error.code == .claimLost {
+                    // Paused past the lease between the claim and now: the device is another station's.
+                    scheduler.events(.message("\(record.address): another station took this device over before it started here"))
+                    continue
                 } catch {
                     logError = error
                     stopped = true
@@ -177,7 +183,15 @@ extension BatchScheduler {
                 let job = FlashJob(
                     target: target, package: package, adapter: adapter, attempt: attemptNumber,
                     bootloaderName: plan.flash.uniqueBootloaderNames ? names[target.address] : nil, options: plan.flash)
-                group.addTask { .finished(await worker.attempt(job, record: claimed, slot: slot, attemptID: attemptID)) }
+                // An unstructured task of its own, so that a device taken over by another station can be cancelled alone.
+                let task = Task { await worker.attempt(job, record: claimed, slot: slot, attemptID: attemptID) }
+                let registry = attempts
+                registry.add(record.address, task)
+                group.addTask {
+                    let finished = await task.value
+                    registry.remove(finished.record.address)
+                    return .finished(finished)
+                }
             }
             return false
         }
@@ -244,7 +258,13 @@ extension BatchScheduler {
             do {
                 try await log.endAttempt(
                     finished.attemptID, batch: scheduler.batch, address: address, outcome: outcome, final: final,
-                    keepPlace: keepPlace, at: scheduler.now())
+                    keepPlace: keepPlace, station: station.name, at: scheduler.now())
+            } catch where error.code == .claimLost {
+                // Another station took the device over while this station did not renew its lease (paused, or cut off
+                // from the database): its record stands, this attempt's result is dropped.
+                scheduler.events(.message("\(address): not recorded here, another station took this device over (\(error.reason))"))
+                scheduler.events(.finished(address: address, status: .running, error: "taken over by another station", retrying: false))
+                return rest
             } catch {
                 logError = error
                 stopped = true
@@ -261,8 +281,9 @@ extension BatchScheduler {
             return rest
         }
 
-        /// Renews the leases and stores the progress; a device another station took over is reported. When renewing
-        /// has failed for three quarters of the lease, the station's claims are about to lapse: ``leaseLost``.
+        /// Renews the leases and stores the progress. A device another station took over is reported and its attempt is
+        /// cancelled (the flasher stops its work on the device: `bledfu flash` children are killed). When no renewal has
+        /// succeeded for 0.6 of the lease, the station's claims are about to lapse: the ``watchdog`` calls ``leaseLost``.
         func beat() async {
             let snapshot = progress.table.withLock { $0 }
             let now = scheduler.now()
@@ -270,7 +291,8 @@ extension BatchScheduler {
                 let lost = try await log.heartbeat(batch: scheduler.batch, station: station.name, lease: station.lease, progress: snapshot, at: now)
                 lastBeat.last.withLock { $0 = now }
                 for address in lost.sorted() {
-                    scheduler.events(.message("\(address): another station took this device over (this station's lease ran out)"))
+                    scheduler.events(.message("\(address): another station took this device over (this station's lease ran out); stopping its update here"))
+                    attempts.cancel(address)
                 }
             } catch {
                 scheduler.events(.message("heartbeat failed: \(error.reason)"))
@@ -313,4 +335,13 @@ final class BeatTracker: Sendable {
 /// The latest progress per in-flight device, shared by the event hook and the heartbeat.
 final class ProgressTable: Sendable {
     let table = Mutex<[String: DeviceProgress]>([:])
+}
+
+/// The running attempts by address (the heartbeat cancels the attempt of a device another station took over).
+final class AttemptTasks: Sendable {
+    private let tasks = Mutex<[String: Task<BatchScheduler.Finished, Never>]>([:])
+
+    func add(_ address: String, _ task: Task<BatchScheduler.Finished, Never>) { tasks.withLock { $0[address] = task } }
+    func remove(_ address: String) { _ = tasks.withLock { $0.removeValue(forKey: address) } }
+    func cancel(_ address: String) { tasks.withLock { $0[address] }?.cancel() }
 }

@@ -163,7 +163,8 @@ public struct BatchScheduler: Sendable {
         return summary
     }
 
-    /// One attempt: probe, skip or flash, probe again for the version after.
+    /// One attempt: probe, skip or flash, probe again for the version after. Cancelled (another station took the
+    /// device over), it stops where it is: the flasher stops its work, and nothing is probed or flashed after.
     func attempt(_ job: FlashJob, record: DeviceRecord, slot: Int, attemptID: Int64) async -> Finished {
         let started = now()
         let address = job.target.address.description
@@ -179,8 +180,12 @@ public struct BatchScheduler: Sendable {
                 record: record, adapterIndex: slot, attemptID: attemptID, outcome: outcome, retryable: true,
                 backPressure: pressure)
         }
-        func finish(retryable: Bool = true, backPressure: BackPressure? = nil) -> Finished {
+        func finish(retryable: Bool = true, backPressure: BackPressure? = nil, takenOver: Bool = false) -> Finished {
             outcome.duration = max(0, now().timeIntervalSince(started))
+            if takenOver {
+                outcome.result = .interrupted
+                outcome.error = "stopped: another station took this device over"
+            }
             return Finished(
                 record: record, adapterIndex: slot, attemptID: attemptID, outcome: outcome, retryable: retryable,
                 backPressure: backPressure)
@@ -193,10 +198,13 @@ public struct BatchScheduler: Sendable {
             outcome.error = "already at version \(installed) (target \(target))"
             return finish()
         }
+        if Task.isCancelled { return finish(takenOver: true) }
         let result = await flasher.flash(job) { progress in events(.progress(address: address, progress)) }
         outcome.bytes = result.bytes
         outcome.resends = result.resends
         outcome.exitCode = result.exitCode
+        // Cancelled: another station took the device over (the flasher stopped); the device is not probed again.
+        if Task.isCancelled { return finish(takenOver: true) }
         guard result.success else {
             outcome.error = result.error ?? "the update failed"
             if result.interrupted { outcome.result = .interrupted }

@@ -199,6 +199,10 @@ public struct SQLDialect: Sendable, Equatable {
     /// (`BEGIN IMMEDIATE`) already excludes every other writer.
     var lockForClaim: String { isPostgres ? " FOR UPDATE SKIP LOCKED" : "" }
 
+    /// A row lock that waits (PostgreSQL), taken on the device's row before its attempt's row, in the order a claim
+    /// takes them, so that a late ``BatchLog/endAttempt`` and another station's takeover never deadlock.
+    var lockRow: String { isPostgres ? " FOR UPDATE" : "" }
+
     /// Lists the tables of the current schema by name.
     var tableExistsQuery: String {
         isPostgres

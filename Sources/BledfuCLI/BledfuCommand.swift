@@ -1,15 +1,26 @@
 import ArgumentParser
+import CBuildInfo
 import Foundation
 
 /// The `bledfu` root command.
 public struct BledfuCommand: AsyncParsableCommand {
     public static let version = "0.1.0"
 
+    /// The commit this binary was built from, as the build stamped it (tools/package: `-Xcc -DBLEDFU_COMMIT=...`),
+    /// or nil for a build that was not stamped.
+    public static var commit: String? {
+        let stamped = String(cString: bledfu_build_commit())
+        return stamped.isEmpty ? nil : stamped
+    }
+
+    /// `bledfu --version`: `0.1.0 (commit 1a2b3c4d5e6f)`, or `0.1.0 (unknown commit)`.
+    public static var versionText: String { "\(version) (\(commit.map { "commit \($0)" } ?? "unknown commit"))" }
+
     public static let configuration = CommandConfiguration(
         commandName: "bledfu",
-        abstract: "Update the firmware of Bluetooth LE devices with Nordic Secure DFU, over raw ATT on Linux.",
+        abstract: "Update the firmware of Bluetooth LE devices over raw ATT on Linux: Nordic Secure DFU, Legacy DFU, MCUmgr SMP.",
         discussion: BledfuExit.helpText,
-        version: version,
+        version: versionText,
         subcommands: subcommandTypes
     )
 

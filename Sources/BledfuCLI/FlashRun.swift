@@ -19,7 +19,10 @@ struct FlashSettings: Sendable {
         var isAddress: Bool { if case .address = self { true } else { false } }
     }
 
+    /// The package, or with ``initPacketPath`` the firmware image (`flash --image`).
     var packagePath: String
+    /// `flash --image IMAGE --init DAT`: a package of the image and this init packet is built in memory.
+    var initPacketPath: String?
     var keyPaths: [String] = []
     var pacing: String = "adaptive"
     var scope: FlashScope = .all
@@ -43,14 +46,35 @@ struct FlashSettings: Sendable {
 
     static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
 
+    /// The package file, or the package built in memory from `--image` and `--init` (DFUPackage's
+    /// `FirmwarePackage.archive(image:initPacket:)`; the same files give the same bytes, so the same journal).
+    func packageSource() throws(CLIError) -> PackageSource {
+        guard let initPacketPath else {
+            do {
+                return try PackageSource(contentsOf: URL(fileURLWithPath: packagePath))
+            } catch {
+                throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+            }
+        }
+        guard let image = FileManager.default.contents(atPath: packagePath) else {
+            throw CLIError("cannot read the image \(packagePath)", exitCode: ExitCodeRegistry.code("package-other"))
+        }
+        guard let initPacket = FileManager.default.contents(atPath: initPacketPath) else {
+            throw CLIError("cannot read the init packet \(initPacketPath)", exitCode: ExitCodeRegistry.code("package-other"))
+        }
+        let zip: [UInt8]
+        do {
+            zip = try FirmwarePackage.archive(image: [UInt8](image), initPacket: [UInt8](initPacket))
+        } catch {
+            throw PackageCLI.cliError(error)
+        }
+        let name = URL(fileURLWithPath: packagePath).lastPathComponent
+        return PackageSource(fileName: name, bytes: zip, sha256: PackageSource.sha256(zip))
+    }
+
     /// The updater's request: the package read (and its keys), the device, the options.
     func request() throws(CLIError) -> UpdateRequest {
-        let package: PackageSource
-        do {
-            package = try PackageSource(contentsOf: URL(fileURLWithPath: packagePath))
-        } catch {
-            throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
-        }
+        let package = try packageSource()
         var keys: [String] = []
         for path in keyPaths {
             do {

@@ -169,11 +169,17 @@ struct ProcessFlasher: DeviceFlasher {
             lines.continuation.finish()
         }
         thread.start()
-        for await _ in lines.stream {}
-        var status: Int32 = -1
-        for await code in exited.stream {
-            status = code
-            break
+        // The waits run in a task of their own, which cancellation does not end: cancelled (another station took the
+        // device over), the child is killed and its end is still awaited, so nothing outlives this call.
+        let wait = Task { () -> Int32 in
+            for await _ in lines.stream {}
+            for await code in exited.stream { return code }
+            return -1
+        }
+        let status = await withTaskCancellationHandler {
+            await wait.value
+        } onCancel: {
+            try? ProcessSignal.killNow(pid)  // ESRCH is success; nothing else can fail for our own child
         }
         let stalled = watchdog.stop()
         // The log is diagnostics only: a failed close loses nothing the database needs.

@@ -8,7 +8,8 @@ public struct GlobalOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "The radio: a BlueZ adapter (hci0, hci1, or 'any') or a virtual radio (virtual:DIR).",
-            valueName: "adapter"))
+            valueName: "adapter"),
+        completion: Completions.adapter)
     public var adapter: String = "any"
 
     @Flag(name: .long, help: "Print machine-readable NDJSON events on standard output.")

@@ -4,6 +4,7 @@ extension BledfuCommand {
     /// Every subcommand, one file each under Commands/.
     static let subcommandTypes: [any ParsableCommand.Type] = [
         ScanCommand.self,
+        AdaptersCommand.self,
         GattCommand.self,
         PackageCommand.self,
         SimulateCommand.self,

@@ -21,3 +21,38 @@ extension FirmwarePackage {
         return try ArchiveWriter.archive(files)
     }
 }
+
+extension FirmwarePackage {
+    /// A package of one image and its init packet, for devices whose files come without a zip (as the Android DFU
+    /// library takes them): the zip (manifest, `.bin`, `.dat`, nrfutil's layout) with the image under the manifest
+    /// key its Secure init command names (APPLICATION and EXTERNAL_APPLICATION: application; SOFTDEVICE;
+    /// BOOTLOADER; SOFTDEVICE_BOOTLOADER with the command's sizes). A Legacy init packet names no type: its image is
+    /// the application. Reproducible: the same files give the same bytes (so the same journal key).
+    public static func archive(image: [UInt8], initPacket: [UInt8]) throws(PackageError) -> [UInt8] {
+        guard !image.isEmpty else { throw PackageError(.invalidInput, "the image is empty") }
+        let decoded: InitPacket
+        do {
+            decoded = try InitPacket(decoding: initPacket)
+        } catch {
+            throw PackageError(.invalidInitPacket, "the init packet does not decode: \(error.message)")
+        }
+        var kind = PartKind.application
+        var sizes: (sd: UInt32?, bl: UInt32?) = (nil, nil)
+        if case .secure(let secure) = decoded, let type = secure.command.type {
+            switch type {
+            case .application, .externalApplication: kind = .application
+            case .softdevice: kind = .softdevice
+            case .bootloader: kind = .bootloader
+            case .softdeviceBootloader:
+                kind = .softdeviceBootloader
+                sizes = (secure.command.sdSize, secure.command.blSize)
+            default: throw PackageError(.invalidInitPacket, "the init command names an unknown firmware type \(type)")
+            }
+        }
+        let stem = kind == .softdeviceBootloader ? "sd_bl" : kind.rawValue
+        let part = Manifest.Part(kind: kind, binFile: "\(stem).bin", datFile: "\(stem).dat", sdSize: sizes.sd, blSize: sizes.bl)
+        return try ArchiveWriter.archive([
+            ("manifest.json", Manifest(parts: [part]).encoded()), (part.binFile, image), (part.datFile, initPacket),
+        ])
+    }
+}

@@ -63,12 +63,24 @@ public struct PostgresURL: Sendable, Equatable {
         return "postgres://\(user)@\(where_)/\(database)\(socket)"
     }
 
-    /// Any text with the password of a `scheme://user:password@` URL in it replaced by `***`.
+    /// Any text with the password of a `scheme://user:password@` URL in it replaced by `***`. The credentials end at
+    /// the last `@`, so a password with an unescaped `@` in it is hidden whole.
     public static func redact(_ text: String) -> String {
-        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@") else { return text }
+        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else { return text }
         let credentials = text[scheme.upperBound..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])
+    }
+
+    /// The scheme of a `scheme://…` location (RFC 3986: a letter, then letters, digits, `+`, `-` or `.`), nil for a
+    /// path. Any scheme but `postgres`/`postgresql` is refused, so a mistyped one is never taken for an SQLite path.
+    public static func scheme(of text: String) -> String? {
+        guard let separator = text.range(of: "://") else { return nil }
+        let scheme = text[..<separator.lowerBound]
+        guard let first = scheme.first, first.isASCII, first.isLetter,
+            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else { return nil }
+        return String(scheme)
     }
 
     var configuration: PostgresConnection.Configuration {
@@ -86,10 +98,23 @@ public struct PostgresURL: Sendable, Equatable {
 }
 
 extension BatchLog {
-    /// Opens the batch log named by `--db`: a `postgres://` URL (the line's shared store) or an SQLite path.
-    public static func open(location: String) async throws(BatchLogError) -> BatchLog {
-        guard PostgresURL.isPostgres(location) else { return try await open(path: location) }
-        let url = try PostgresURL(location)
-        return try await open(try await PostgresLineDatabase.connect(url))
+    /// Opens the batch log named by `--db`: a `postgres://` URL (the line's shared store) or an SQLite path. Any other
+    /// `scheme://` is refused with the URL redacted (`postgress://u:secret@h/db` is a typo, not a file name).
+    /// `mustExist`: a missing SQLite file is an error instead of a new empty log (report, status, serve).
+    public static func open(location: String, mustExist: Bool = false) async throws(BatchLogError) -> BatchLog {
+        if PostgresURL.isPostgres(location) {
+            let url = try PostgresURL(location)
+            return try await open(try await PostgresLineDatabase.connect(url))
+        }
+        if let scheme = PostgresURL.scheme(of: location) {
+            throw BatchLogError(
+                .open,
+                "unsupported database URL scheme '\(scheme)' in \(PostgresURL.redact(location)): "
+                    + "use postgres://USER@HOST/DATABASE (or postgresql://) or an SQLite file path")
+        }
+        guard !mustExist || FileManager.default.fileExists(atPath: location) else {
+            throw BatchLogError(.open, "no batch database at \(location)")
+        }
+        return try await open(path: location)
     }
 }

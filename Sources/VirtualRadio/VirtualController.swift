@@ -27,6 +27,16 @@ public struct VirtualController: Sendable {
         self.name = name
     }
 
+    /// The adapters of the radio in `directory`: `default` and every adapter with a profile or links there, by name.
+    public static func names(radio directory: String) -> [String] {
+        let files = (try? FileIO.listDirectory(directory + "/.controllers")) ?? []
+        let named = files.filter { !$0.hasPrefix(".") }.compactMap { file -> String? in
+            for suffix in [".json", ".links"] where file.hasSuffix(suffix) { return String(file.dropLast(suffix.count)) }
+            return nil
+        }
+        return Array(Set(named + [defaultName])).sorted()
+    }
+
     var folder: String { directory + "/.controllers" }
     public var profilePath: String { folder + "/\(name).json" }
     var linksPath: String { folder + "/\(name).links" }

@@ -84,6 +84,22 @@ import Testing
         #expect(plan.flash.uniqueBootloaderNames == false)
     }
 
+    /// `db:` (the batch log: an SQLite path or a line's postgres:// URL) and `line:` (the line's name in a shared
+    /// database) are read as given; without them both are nil (the CLI's defaults apply).
+    @Test func dbAndLineKeysNameTheStoreAndTheLine() throws {
+        let text = """
+            adapters: [{name: "virtual:/tmp/radio"}]
+            classes: {bracelet: {package: app.zip}}
+            devices: [{address: "C6:05:04:03:02:01", class: bracelet}]
+            """
+        let plan = try PlanParser.parse(text + "\ndb: postgres://line@db-host/line\nline: hall-2\n")
+        #expect(plan.database == "postgres://line@db-host/line")
+        #expect(plan.lineName == "hall-2")
+        let plain = try PlanParser.parse(text)
+        #expect(plain.database == nil && plain.lineName == nil)
+        #expect(throws: PlanError.self) { try PlanParser.parse(text + "\nline: [a, b]\n") }
+    }
+
     @Test func minimalPlanTakesTheDefaults() throws {
         let plan = try PlanParser.parse("""
             adapters: [{name: "virtual:/tmp/radio"}]

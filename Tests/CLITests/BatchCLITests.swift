@@ -56,6 +56,36 @@ import Testing
         #expect(result.stderr.contains("no batch database"))
     }
 
+    /// A mistyped scheme (`postgress://`) is not an SQLite file name: batch, report, status and serve refuse it with
+    /// exit 53 on one line that shows the URL without its password.
+    @Test func aMistypedDatabaseSchemeIsRefusedWithoutThePassword() async throws {
+        let line = try BatchLine()
+        defer { line.cleanUp() }
+        let plan = try line.writePlan(expect: 1, connections: 1)
+        // The plan's `db:` is checked the same way.
+        let text = try String(contentsOfFile: plan, encoding: .utf8)
+        let typo = line.directory.appendingPathComponent("typo.yaml")
+        try Data((text + "db: postgress://u:secret@h/db\n").utf8).write(to: typo)
+        let fromPlan = try await CLIRunner.run(["batch", typo.path, "--state-dir", line.state.path])
+        #expect(fromPlan.status == 53 && fromPlan.stderr.contains("postgress://u:***@h/db"), "\(fromPlan.stderr)")
+        #expect(!fromPlan.stderr.contains("secret"), "\(fromPlan.stderr)")
+        let urls = ["postgress://u:secret@h/db", "mysql://u:se@cret@h:3306/db", "file://u:secret@/tmp/x.sqlite"]
+        for url in urls {
+            for arguments in [
+                ["batch", plan, "--db", url, "--state-dir", line.state.path], ["batch", "report", "--db", url],
+                ["line", "status", "--db", url], ["line", "serve", "--db", url, "--listen", "127.0.0.1:0"],
+            ] {
+                let result = try await CLIRunner.run(arguments)
+                #expect(result.status == 53, "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains("unsupported database URL scheme"), "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains("u:***@"), "\(arguments): \(result.stderr)")
+                #expect(!result.stderr.contains("secret") && !result.stderr.contains("cret"), "\(arguments): \(result.stderr)")
+                #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+                #expect(result.stdout.isEmpty, "\(arguments): \(result.stdout)")
+            }
+        }
+    }
+
     /// A bad plan is rejected with its line before anything connects (the adapter directory does not even exist).
     @Test func aBadPlanIsRejectedWithItsLine() async throws {
         let line = try BatchLine()

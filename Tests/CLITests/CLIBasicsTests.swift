@@ -26,7 +26,7 @@ import Testing
     func noBluetoothInKernelIsOneLineAndExitCode10() async throws {
         for arguments in [
             ["gatt", "list", "--adapter", "hci0", "--device", "C0:FF:EE:00:00:01"],
-            ["scan", "--adapter", "hci0", "--duration", "1"],
+            ["scan", "--adapter", "hci0", "--duration", "1"], ["adapters"],
         ] {
             let result = try await CLIRunner.run(arguments)
             #expect(result.status == 10, "\(arguments): \(result.stderr)")

@@ -25,10 +25,48 @@ struct LineDashboardBrowserTests {
         await database.drop()
     }
 
-    /// Fills a line (two stations, five devices: two done, one failed, one in flight with a hostile name, one
-    /// pending), serves it, and checks the page against the database.
+    /// Fills a line, serves it, checks the page against the database, then lets a device finish and checks that
+    /// the open page follows.
     func check(location: String, screenshot: String, secret: String? = nil) async throws {
         let log = try await BatchLog.open(location: location)
+        let line = try await Self.fill(log)
+        let server = try DashboardServer(location: location)
+        defer { server.stop() }
+        let port = try #require(server.waitForPort(), "line serve did not start: \(server.stderr)")
+        #expect(!server.stderr.contains(secret ?? "\u{0}never"), "the password is never printed")
+        let browser = try BrowserSession()
+        defer { browser.close() }
+        try browser.open("http://127.0.0.1:\(port)/")
+        try Self.checkPage(browser, secret: secret)
+        try browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent(screenshot).path)
+
+        // A device finishes: the open page follows (server-sent events), no reload.
+        let loads = try browser.eval("performance.getEntriesByType('navigation').length") as? Int
+        try await line.end(4, .done)
+        try browser.wait("document.getElementById('count-done').textContent === '3'")
+        #expect(try browser.eval("document.getElementById('count-running').textContent") as? String == "0")
+        #expect(try browser.eval("performance.getEntriesByType('navigation').length") as? Int == loads)
+        #expect((try browser.eval("Number(document.getElementById('updates').textContent)") as? Int ?? 0) >= 2)
+        try browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent(screenshot.replacingOccurrences(of: ".png", with: "-after.png")).path)
+        await log.close()
+    }
+
+    /// A line filled through the store: its attempts, to end them.
+    struct FilledLine {
+        let log: BatchLog
+        let attemptIDs: [String: Int64]
+
+        func end(_ index: Int, _ result: AttemptResult, error: String? = nil) async throws {
+            let address = String(format: "C6:05:04:03:00:%02X", index)
+            try await log.endAttempt(
+                try #require(attemptIDs[address]), batch: "line", address: address,
+                outcome: AttemptOutcome(result: result, error: error, exitCode: result == .done ? 0 : 40, duration: 20, bytes: 1000),
+                final: result == .done ? .done : .failed, at: Date())
+        }
+    }
+
+    /// Two stations, five devices: two done, one failed, one in flight with a hostile name, one pending.
+    static func fill(_ log: BatchLog) async throws -> FilledLine {
         let t0 = Date()
         let s1 = StationInfo(name: "station-1", host: "bench-1", pid: 1, adapters: "hci0×4, hci1×4", planHash: "p", lease: 600)
         let s2 = StationInfo(name: "station-2", host: "bench-2", pid: 2, adapters: "hci0×2", planHash: "p", lease: 600)
@@ -51,30 +89,20 @@ struct LineDashboardBrowserTests {
                 run: station == s1 ? run : run2, batch: "line", address: claimed.address, adapter: "hci0", station: station.name, at: t0
             ).id
         }
-        func end(_ index: Int, _ result: AttemptResult, error: String? = nil) async throws {
-            let address = String(format: "C6:05:04:03:00:%02X", index)
-            try await log.endAttempt(
-                try #require(attemptIDs[address]), batch: "line", address: address,
-                outcome: AttemptOutcome(result: result, error: error, exitCode: result == .done ? 0 : 40, duration: 20, bytes: 1000),
-                final: result == .done ? .done : .failed, at: Date())
-        }
-        try await end(1, .done)
-        try await end(2, .done)
-        try await end(3, .failed, error: #"remote error: "wrong hardware version", extended 0x06 [exit 40]"#)
+        let line = FilledLine(log: log, attemptIDs: attemptIDs)
+        try await line.end(1, .done)
+        try await line.end(2, .done)
+        try await line.end(3, .failed, error: #"remote error: "wrong hardware version", extended 0x06 [exit 40]"#)
         try await log.heartbeat(
             batch: "line", station: "station-1", lease: 600,
             progress: ["C6:05:04:03:00:04": DeviceProgress(stage: "uploading", bytes: 7000, total: 10000)], at: Date())
         let snapshot = try await log.snapshot(batch: "line", at: Date())
         #expect(snapshot.done == 2 && snapshot.failed == 1 && snapshot.running == 1 && snapshot.pending == 1)
+        return line
+    }
 
-        let server = try DashboardServer(location: location)
-        defer { server.stop() }
-        let port = try #require(server.waitForPort(), "line serve did not start: \(server.stderr)")
-        #expect(!server.stderr.contains(secret ?? "\u{0}never"), "the password is never printed")
-        let browser = try BrowserSession()
-        defer { browser.close() }
-        try browser.open("http://127.0.0.1:\(port)/")
-        // The counts and stations the database holds.
+    /// The counts and stations the database holds; the hostile name as text; no password.
+    static func checkPage(_ browser: BrowserSession, secret: String?) throws {
         try browser.wait("document.getElementById('count-done').textContent === '2'")
         #expect(try browser.eval("document.getElementById('count-failed').textContent") as? String == "1")
         #expect(try browser.eval("document.getElementById('count-running').textContent") as? String == "1")
@@ -91,17 +119,6 @@ struct LineDashboardBrowserTests {
         #expect(try browser.eval("document.querySelector('#inflight tbody').innerText.includes('70 %')") as? Bool == true)
         let page = try browser.eval("document.body.innerText") as? String ?? ""
         if let secret { #expect(!page.contains(secret), "the page never shows the database password") }
-        try browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent(screenshot).path)
-
-        // A device finishes: the open page follows (server-sent events), no reload.
-        let loads = try browser.eval("performance.getEntriesByType('navigation').length") as? Int
-        try await end(4, .done)
-        try browser.wait("document.getElementById('count-done').textContent === '3'")
-        #expect(try browser.eval("document.getElementById('count-running').textContent") as? String == "0")
-        #expect(try browser.eval("performance.getEntriesByType('navigation').length") as? Int == loads)
-        #expect((try browser.eval("Number(document.getElementById('updates').textContent)") as? Int ?? 0) >= 2)
-        try browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent(screenshot.replacingOccurrences(of: ".png", with: "-after.png")).path)
-        await log.close()
     }
 }
 

@@ -191,17 +191,85 @@ enum StoreChecks {
         }
     }
 
+    /// Journals live in the store, written only by the station that holds the device's claim.
     static func journalsLiveInTheStore(_ backend: StoreBackend) async throws {
         try await withStore(backend) { location, log in
             let address = identity(1).address
+            _ = try await log.startRun(batch: "line", station: station("a"), force: false, at: t0)
+            try await log.enroll(batch: "line", device: identity(1), at: t0)
             #expect(try await log.journal(address: address, packageSHA256: sha) == nil)
+            // Not claimed yet: nobody may write its journal.
+            await #expect(throws: BatchLogError(.claimLost, "")) {
+                try await log.saveJournal(address: address, packageSHA256: sha, content: #"{"journal":0}"#, station: "a", at: t0)
+            }
+            _ = try #require(try await log.claimNext(batch: "line", station: "a", classes: ["bracelet"], lease: 30, at: t0))
             try await log.saveJournal(address: address, packageSHA256: sha, content: #"{"journal":1}"#, station: "a", at: t0)
             try await log.saveJournal(address: address, packageSHA256: sha, content: #"{"journal":2}"#, station: "a", at: t0)
             let other = try await BatchLog.open(location: location)
             #expect(try await other.journal(address: address, packageSHA256: sha) == #"{"journal":2}"#)
-            try await other.saveJournal(address: address, packageSHA256: sha, content: nil, station: "b", at: t0)
-            #expect(try await log.journal(address: address, packageSHA256: sha) == nil)
+            // b does not hold the claim: its write is refused and a's journal stands.
+            await #expect(throws: BatchLogError(.claimLost, "")) {
+                try await other.saveJournal(address: address, packageSHA256: sha, content: nil, station: "b", at: t0)
+            }
+            #expect(try await log.journal(address: address, packageSHA256: sha) == #"{"journal":2}"#)
+            try await log.saveJournal(address: address, packageSHA256: sha, content: nil, station: "a", at: t0)
+            #expect(try await other.journal(address: address, packageSHA256: sha) == nil)
             await other.close()
+        }
+    }
+
+    /// Fencing: a station paused past its lease (SIGSTOP, a suspended machine) comes back after another station took
+    /// its device over. Its late writes (the attempt's end, a new attempt, its journal) are refused with `claimLost`
+    /// and change nothing; its heartbeat reports the device as lost. The taker's interrupted-attempt record carries
+    /// the bytes the last heartbeat stored and the time the attempt ran.
+    static func aLateStationIsFenced(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { _, log in
+            let runA = try await log.startRun(batch: "line", station: station("a", lease: 10), force: false, at: t0)
+            let runB = try await log.startRun(batch: "line", station: station("b", host: "host-b", lease: 10), force: false, at: t0)
+            try await log.enroll(batch: "line", device: identity(1), at: t0)
+            let address = try #require(try await log.claimNext(batch: "line", station: "a", classes: ["bracelet"], lease: 10, at: t0)).address
+            let first = try await log.beginAttempt(run: runA, batch: "line", address: address, adapter: "hci0", station: "a", at: t0)
+            try await log.saveJournal(address: address, packageSHA256: sha, content: #"{"by":"a"}"#, station: "a", at: t0 + 5)
+            let progress = DeviceProgress(stage: "uploading", bytes: 4096, total: 20000)
+            #expect(try await log.heartbeat(batch: "line", station: "a", lease: 10, progress: [address: progress], at: t0 + 5).isEmpty)
+            // a is paused from t0+5: its lease (t0+15) runs out and b takes the device over at t0+19.
+            _ = try #require(try await log.claimNext(batch: "line", station: "b", classes: ["bracelet"], lease: 10, at: t0 + 19))
+            let second = try await log.beginAttempt(run: runB, batch: "line", address: address, adapter: "hci1", station: "b", at: t0 + 19)
+            try await log.saveJournal(address: address, packageSHA256: sha, content: #"{"by":"b"}"#, station: "b", at: t0 + 20)
+            // a resumes at t0+21 and ends its attempt as done: refused, nothing changes.
+            let late = AttemptOutcome(result: .done, exitCode: 0, duration: 21, bytes: 20000, versionBefore: 1, versionAfter: 2)
+            await #expect(throws: BatchLogError(.claimLost, "")) {
+                try await log.endAttempt(first.id, batch: "line", address: address, outcome: late, final: .done, station: "a", at: t0 + 21)
+            }
+            await #expect(throws: BatchLogError(.claimLost, "")) {
+                _ = try await log.beginAttempt(run: runA, batch: "line", address: address, adapter: "hci0", station: "a", at: t0 + 21)
+            }
+            await #expect(throws: BatchLogError(.claimLost, "")) {
+                try await log.saveJournal(address: address, packageSHA256: sha, content: #"{"by":"a-late"}"#, station: "a", at: t0 + 21)
+            }
+            #expect(try await log.journal(address: address, packageSHA256: sha) == #"{"by":"b"}"#)
+            #expect(try await log.heartbeat(batch: "line", station: "a", lease: 10, progress: [address: progress], at: t0 + 21) == [address])
+            var records = try await log.devices(batch: "line")
+            #expect(records.map(\.status) == [.running] && records.map(\.station) == ["b"])
+            var attempts = try await log.attempts(batch: "line")
+            #expect(attempts.map(\.result) == [.interrupted, .running])
+            #expect(attempts.first?.bytes == 4096, "the bytes a's last heartbeat stored")
+            #expect(attempts.first?.duration == 19, "from a's start (t0) to b's takeover (t0+19)")
+            // b's own end is recorded.
+            try await log.endAttempt(
+                second.id, batch: "line", address: address,
+                outcome: AttemptOutcome(result: .done, exitCode: 0, duration: 6, bytes: 15904, versionBefore: 1, versionAfter: 2), final: .done,
+                station: "b", at: t0 + 25)
+            records = try await log.devices(batch: "line")
+            #expect(records.map(\.status) == [.done] && records.map(\.station) == ["b"])
+            #expect(records.first?.bytes == 15904)
+            attempts = try await log.attempts(batch: "line")
+            #expect(attempts.map(\.result) == [.interrupted, .done])
+            #expect(attempts.map(\.station) == ["a", "b"])
+            // Ending b's attempt twice is refused too (it is closed).
+            await #expect(throws: BatchLogError(.claimLost, "")) {
+                try await log.endAttempt(second.id, batch: "line", address: address, outcome: late, final: .failed, station: "b", at: t0 + 26)
+            }
         }
     }
 
@@ -230,7 +298,16 @@ enum StoreChecks {
             #expect(snapshot.failures.first?.error == "link lost [exit 43]")
             #expect(snapshot.overTime.map(\.finished).reduce(0, +) == 2)
             #expect(try await log.devices(batch: "line").contains { $0.name == "<script>x</script>" })
-            #expect(snapshot.devicesPerHour > 0)
+            // Devices per hour: the 2 finished within the window, which is the time since the line started (220 s,
+            // between 60 s and an hour).
+            #expect(abs(snapshot.devicesPerHour - 2 * 3600 / 220) < 1e-9, "\(snapshot.devicesPerHour)")
+            // The JUnit report of what this store holds: one testcase per device, the failure with its cause, the
+            // unfinished devices as errors, the markup name escaped.
+            let junit = BatchExport.render(try await log.devices(batch: "line"), attempts: try await log.attempts(batch: "line"), as: .junit)
+            #expect(junit.contains(#"<testsuites name="bledfu batch" tests="4" failures="1" errors="2">"#), "\(junit)")
+            #expect(junit.components(separatedBy: "<testcase ").count - 1 == 4)
+            #expect(junit.contains(#"<failure message="link lost [exit 43]""#), "\(junit)")
+            #expect(junit.contains("&lt;script&gt;x&lt;/script&gt;") && !junit.contains("<script>"), "\(junit)")
         }
     }
 }
@@ -243,6 +320,7 @@ enum StoreChecks {
     @Test func stationNamesAreUnique() async throws { try await StoreChecks.stationNamesAreUnique(.sqlite) }
     @Test func aDifferentPlanIsRefused() async throws { try await StoreChecks.aDifferentPlanIsRefused(.sqlite) }
     @Test func journalsLiveInTheStore() async throws { try await StoreChecks.journalsLiveInTheStore(.sqlite) }
+    @Test func aLateStationIsFenced() async throws { try await StoreChecks.aLateStationIsFenced(.sqlite) }
     @Test func theSnapshotCountsTheLine() async throws { try await StoreChecks.theSnapshotCountsTheLine(.sqlite) }
     @Test func backPressureKeepsThePlace() async throws { try await StoreChecks.backPressureKeepsThePlace(.sqlite) }
 }
@@ -261,6 +339,7 @@ struct PostgresStoreTests {
     @Test func stationNamesAreUnique() async throws { try await StoreChecks.stationNamesAreUnique(.postgres) }
     @Test func aDifferentPlanIsRefused() async throws { try await StoreChecks.aDifferentPlanIsRefused(.postgres) }
     @Test func journalsLiveInTheStore() async throws { try await StoreChecks.journalsLiveInTheStore(.postgres) }
+    @Test func aLateStationIsFenced() async throws { try await StoreChecks.aLateStationIsFenced(.postgres) }
     @Test func theSnapshotCountsTheLine() async throws { try await StoreChecks.theSnapshotCountsTheLine(.postgres) }
     @Test func backPressureKeepsThePlace() async throws { try await StoreChecks.backPressureKeepsThePlace(.postgres) }
 }

@@ -32,14 +32,11 @@ struct BatchReport: AsyncParsableCommand {
     func run() async throws {
         let state = stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory()
         let database = db ?? state.appendingPathComponent("batch.sqlite").path
-        guard PostgresURL.isPostgres(database) || FileManager.default.fileExists(atPath: database) else {
-            throw CLIError("no batch database at \(database)", exitCode: BatchExit.databaseError)
-        }
         let batch = line ?? plan.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         let text: String
         let log: BatchLog
         do {
-            log = try await BatchLog.open(location: database)
+            log = try await BatchLog.open(location: database, mustExist: true)
         } catch {
             throw CLIError(error)
         }

@@ -21,7 +21,7 @@ struct BatchRun: AsyncParsableCommand {
             \(BatchExit.helpText)
             """)
 
-    @Argument(help: "The plan (YAML).") var plan: String
+    @Argument(help: "The plan (YAML).", completion: Completions.plan) var plan: String
     @Option(
         name: .long,
         help: ArgumentHelp(
@@ -104,7 +104,9 @@ struct BatchRun: AsyncParsableCommand {
         if targets.isEmpty, known.isEmpty {
             throw CLIError("no device found: the plan lists none and discovery matched none", exitCode: BatchExit.noDevices)
         }
-        let journals = LineJournalSync(log: log, station: stationInfo.name, directory: state)
+        let journals = LineJournalSync(log: log, station: stationInfo.name, directory: state) {
+            JournalFileStore.fileName(deviceAddress: $0, packageSHA256: $1)
+        }
         var scheduler = BatchScheduler(
             plan: plan, packages: packages,
             flasher: journals.wrap(

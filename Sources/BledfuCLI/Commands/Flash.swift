@@ -24,7 +24,8 @@ struct FlashOptions: ParsableArguments {
             Pacing, checked by the package's family: Secure DFU prn:N, checksum:N, object, burst:N:Tms, adaptive, ios, \
             android, nrfutil, seed-pacing, with-response; SMP adaptive, window:N, one-at-a-time, mcumgr-cli, nordic.
             """,
-            valueName: "mode"))
+            valueName: "mode"),
+        completion: Completions.mode)
     var mode = "adaptive"
 
     @Option(
@@ -34,7 +35,9 @@ struct FlashOptions: ParsableArguments {
             valueName: "flow"))
     var confirm: String?
 
-    @Option(name: .long, help: ArgumentHelp("Where journals are kept (default $XDG_STATE_HOME/bledfu).", valueName: "dir"))
+    @Option(
+        name: .long, help: ArgumentHelp("Where journals are kept (default $XDG_STATE_HOME/bledfu).", valueName: "dir"),
+        completion: Completions.directory)
     var stateDir: String?
 
     @Flag(name: .long, help: "On Ctrl-C send Abort (the device discards the upload) instead of stopping at a safe point.")
@@ -50,7 +53,8 @@ struct FlashOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "The DFU family: \(DefaultFamilies.all.map(\.id.rawValue).joined(separator: ", ")) or auto (detect it from the device).",
-            valueName: "family"))
+            valueName: "family"),
+        completion: Completions.family)
     var family = "auto"
 
     @Option(name: .long, help: ArgumentHelp("Seconds to look for the bootloader.", valueName: "seconds"))
@@ -99,17 +103,30 @@ extension FlashScope: ExpressibleByArgument {}
 struct FlashCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flash",
-        abstract: "Update a device's firmware: a Secure DFU zip, or an MCUboot image / NCS zip over MCUmgr SMP.",
+        abstract: "Update a device's firmware: a Nordic DFU zip (Secure or Legacy DFU), an MCUboot image or NCS zip (MCUmgr SMP).",
         discussion: """
-            Verifies the package first (with --key, its signatures), connects, jumps from the application to the \
-            bootloader when needed, and sends the parts in order (system first). A lost link is resumed \
+            Verifies the package first (with --key, its signatures), connects, recognises the device's DFU family \
+            (--family), jumps from the application to the bootloader when needed, and sends the parts in order \
+            (system first). Secure DFU files that come without a zip are given as --image APP.bin --init APP.dat. A lost link is resumed \
             automatically; the journal in the state directory lets `bledfu resume` (or the same command again) \
             continue later. The first Ctrl-C stops after the current object; a second one quits at once.
 
             \(FlashExit.helpText)
             """)
 
-    @Argument(help: "The package: a Secure DFU .zip, an MCUboot .bin/.hex or an NCS dfu_application.zip.") var package: String
+    @Argument(
+        help: "The package: a DFU .zip (Secure or Legacy), an MCUboot .bin/.hex or an NCS dfu_application.zip.",
+        completion: Completions.package)
+    var package: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Secure DFU without a zip: the firmware image (.bin), with --init (instead of the package).", valueName: "bin"),
+        completion: Completions.firmware)
+    var image: String?
+    @Option(
+        name: .customLong("init"), help: ArgumentHelp("Secure DFU without a zip: the image's init packet (.dat).", valueName: "dat"),
+        completion: Completions.initPacket)
+    var initPacket: String?
     @OptionGroup var options: GlobalOptions
     @Option(name: .long, help: ArgumentHelp("The device address (C0:FF:EE:00:00:01).", valueName: "address"))
     var device: String?
@@ -117,12 +134,20 @@ struct FlashCommand: AsyncParsableCommand {
     var name: String?
     @Option(
         name: .long,
-        help: "A PEM public (or private) key the package's signatures (init packets, MCUboot images) must verify with (repeatable).")
+        help: "A PEM public (or private) key the package's signatures (init packets, MCUboot images) must verify with (repeatable).",
+        completion: Completions.key)
     var key: [String] = []
     @Option(name: .long, help: "Which parts to send: system, application or all.") var scope: FlashScope = .all
     @OptionGroup var flash: FlashOptions
 
     func validate() throws {
+        switch (package, image, initPacket) {
+        case (.some, nil, nil), (nil, .some, .some): break
+        case (nil, nil, nil): throw ValidationError("give the package, or --image and --init")
+        case (nil, .some, nil): throw ValidationError("--image needs --init (its init packet); an MCUboot image is given as the package")
+        case (nil, nil, .some): throw ValidationError("--init needs --image (the firmware it describes)")
+        case (.some, _, _): throw ValidationError("give either the package or --image and --init, not both")
+        }
         switch (device, name) {
         case (nil, nil): throw ValidationError("give --device ADDRESS or --name NAME")
         case (.some, .some): throw ValidationError("give either --device or --name, not both")
@@ -137,7 +162,9 @@ struct FlashCommand: AsyncParsableCommand {
     func run() async throws {
         let target: FlashSettings.Target
         if let device { target = .address(try parseAddress(device)) } else { target = .name(name ?? "") }
-        try await runFlash(flash.settings(package: package, keys: key, scope: scope, target: target, global: options))
+        var settings = flash.settings(package: package ?? image ?? "", keys: key, scope: scope, target: target, global: options)
+        settings.initPacketPath = initPacket
+        try await runFlash(settings)
     }
 }
 

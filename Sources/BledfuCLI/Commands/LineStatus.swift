@@ -37,11 +37,8 @@ struct LineStatus: AsyncParsableCommand {
     static func open(_ options: LineDatabaseOptions) async throws(CLIError) -> BatchLog {
         let state = options.stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory()
         let database = options.db ?? state.appendingPathComponent("batch.sqlite").path
-        guard PostgresURL.isPostgres(database) || FileManager.default.fileExists(atPath: database) else {
-            throw CLIError("no batch database at \(database)", exitCode: BatchExit.databaseError)
-        }
         do {
-            return try await BatchLog.open(location: database)
+            return try await BatchLog.open(location: database, mustExist: true)
         } catch {
             throw CLIError(error)
         }

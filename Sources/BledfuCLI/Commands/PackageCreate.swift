@@ -6,7 +6,7 @@ import Foundation
 struct PackageCreate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create",
-        abstract: "Create a Secure DFU package (same options and format as `nrfutil pkg generate`).",
+        abstract: "Create a Secure DFU package (as `nrfutil pkg generate`), a Legacy DFU package or a signed MCUboot image.",
         discussion: """
             Images may be .hex (MBR below 0x1000 and UICR are dropped, gaps filled with 0xFF) or .bin. A SoftDevice \
             and a bootloader are merged into sd_bl.bin. Supported: APP, BL, SD, SD+BL, SD+BL+APP, SD+APP (not BL+APP).
@@ -18,18 +18,19 @@ struct PackageCreate: AsyncParsableCommand {
             output is .bin, or .hex at the input hex's address.
             """)
 
-    @Option(name: .long, help: "The application firmware (.hex or .bin).") var application: String?
+    @Option(name: .long, help: "The application firmware (.hex or .bin).", completion: Completions.firmware) var application: String?
     @Option(name: .long, help: "The application version (integer).") var applicationVersion: String?
     @Option(name: .long, help: "The application version as MAJOR.MINOR.PATCH (stored as MAJOR*10000+MINOR*100+PATCH).")
     var applicationVersionString: String?
-    @Option(name: .long, help: "The bootloader firmware (.hex or .bin).") var bootloader: String?
+    @Option(name: .long, help: "The bootloader firmware (.hex or .bin).", completion: Completions.firmware) var bootloader: String?
     @Option(name: .long, help: "The bootloader version (integer).") var bootloaderVersion: String?
-    @Option(name: .long, help: "The SoftDevice firmware (.hex or .bin).") var softdevice: String?
+    @Option(name: .long, help: "The SoftDevice firmware (.hex or .bin).", completion: Completions.firmware) var softdevice: String?
     @Option(name: .long, help: "The hardware version (e.g. 52).") var hwVersion: String?
     @Option(name: .long, help: "Required SoftDevice FWIDs, comma-separated (e.g. 0xB7,0x101; 0xFFFE = any).") var sdReq: String?
     @Option(name: .long, help: "The SoftDevice FWID the application requires after a SoftDevice update (SD+APP).")
     var sdId: String?
-    @Option(name: .long, help: "PEM private key to sign the init packets with (nrfutil keys generate).") var keyFile: String?
+    @Option(name: .long, help: "PEM private key to sign the init packets with (nrfutil keys generate).", completion: Completions.key)
+    var keyFile: String?
     @Flag(name: .long, help: "Debug mode: is_debug set; hw/app/bl versions default to 0xFFFFFFFF and sd_req to 0xFFFE.")
     var debugMode = false
     @Flag(name: .long, help: "Package the application as EXTERNAL_APPLICATION.") var externalApp = false
@@ -41,12 +42,13 @@ struct PackageCreate: AsyncParsableCommand {
     var dfuVer: Double?
     @Option(name: .long, help: "Legacy: the device type (default 0xFFFF).") var devType: String?
     @Option(name: .long, help: "Legacy: the device revision (default 0xFFFF).") var devRevision: String?
-    @Option(name: .long, help: "MCUboot: the firmware to sign (.bin or .hex) into an MCUboot image.") var mcuboot: String?
+    @Option(name: .long, help: "MCUboot: the firmware to sign (.bin or .hex) into an MCUboot image.", completion: Completions.firmware)
+    var mcuboot: String?
     @Option(name: .long, help: "MCUboot: the image version, MAJOR.MINOR.REVISION[+BUILD].") var mcubootVersion: String?
     @Option(name: .long, help: "MCUboot: the header size (default 0x200).") var headerSize: String?
     @Option(name: .long, help: "MCUboot: the slot size the signed image must fit.") var slotSize: String?
     @Option(name: .long, help: "MCUboot: a security counter (protected SEC_CNT TLV).") var securityCounter: String?
-    @Argument(help: "The package to write (.zip), or the MCUboot image (.bin, .hex).") var output: String
+    @Argument(help: "The package to write (.zip), or the MCUboot image (.bin, .hex).", completion: Completions.package) var output: String
 
     func validate() throws {
         for value in [appBootValidation, sdBootValidation].compactMap(\.self) where ValidationType(name: value) == nil {

@@ -10,9 +10,11 @@ struct PackageInspect: AsyncParsableCommand {
         commandName: "inspect",
         abstract: "Show a package's parts, versions, requirements, sizes, hashes and signature status.")
 
-    @Argument(help: "The DFU package (.zip), an MCUboot image (.bin, .hex) or an NCS dfu_application.zip.")
+    @Argument(
+        help: "The DFU package (.zip), an MCUboot image (.bin, .hex) or an NCS dfu_application.zip.", completion: Completions.package)
     var package: String
-    @Option(name: .long, help: "A PEM public key to check signatures with (repeatable).") var key: [String] = []
+    @Option(name: .long, help: "A PEM public key to check signatures with (repeatable).", completion: Completions.key)
+    var key: [String] = []
     @Option(name: .long, help: "MCUboot: the slot size the images must fit (bytes, decimal or 0x hex).") var slotSize: String?
     @Flag(name: .long, help: "Print one JSON object instead of text.") var json = false
 

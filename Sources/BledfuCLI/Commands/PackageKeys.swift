@@ -17,7 +17,7 @@ struct PackageKeysCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "generate", abstract: "Write a new private key (PEM, BEGIN EC PRIVATE KEY) and optionally its public key.")
 
-        @Argument(help: "The private key file to create (refuses to overwrite).") var file: String
+        @Argument(help: "The private key file to create (refuses to overwrite).", completion: Completions.key) var file: String
         @Option(name: .long, help: "Also write the public key (PEM) to this file.") var `public`: String?
 
         func run() async throws {
@@ -41,7 +41,7 @@ struct PackageKeysCommand: AsyncParsableCommand {
             commandName: "display",
             abstract: "Print the public (pk) or private (sk) key as PEM or as nrfutil's hex (x, y each byte-reversed).")
 
-        @Argument(help: "The private key file (PEM).") var file: String
+        @Argument(help: "The private key file (PEM).", completion: Completions.key) var file: String
         @Option(name: .long, help: "pk (public key) or sk (private key).") var key: String = "pk"
         @Option(name: .long, help: "pem or hex.") var format: String = "pem"
 

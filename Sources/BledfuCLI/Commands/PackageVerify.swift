@@ -9,9 +9,12 @@ struct PackageVerify: AsyncParsableCommand {
         abstract: "Check a package before sending it: structure, hashes, sizes and (with --key) signatures.",
         discussion: "Exits 0 only when all checks pass; otherwise prints one line per failure and exits 30-39.")
 
-    @Argument(help: "The DFU package (.zip), an MCUboot image (.bin, .hex) or an NCS dfu_application.zip.")
+    @Argument(
+        help: "The DFU package (.zip), an MCUboot image (.bin, .hex) or an NCS dfu_application.zip.", completion: Completions.package)
     var package: String
-    @Option(name: .long, help: "A PEM public key (or private key) the init packets or MCUboot images must verify with (repeatable).")
+    @Option(
+        name: .long, help: "A PEM public key (or private key) the init packets or MCUboot images must verify with (repeatable).",
+        completion: Completions.key)
     var key: [String] = []
     @Option(name: .long, help: "MCUboot: the slot size the images must fit (bytes, decimal or 0x hex).") var slotSize: String?
     @Flag(name: .long, help: "Print one JSON object instead of text.") var json = false

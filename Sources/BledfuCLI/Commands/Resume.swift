@@ -20,7 +20,9 @@ struct ResumeCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(name: .long, help: ArgumentHelp("The device address (default: the newest journal's).", valueName: "address"))
     var device: String?
-    @Option(name: .long, help: "A PEM public (or private) key the package's init packets must verify with (repeatable).")
+    @Option(
+        name: .long, help: "A PEM public (or private) key the package's init packets must verify with (repeatable).",
+        completion: Completions.key)
     var key: [String] = []
     @Option(name: .long, help: "Which parts to send: system, application or all.") var scope: FlashScope = .all
     @OptionGroup var flash: FlashOptions

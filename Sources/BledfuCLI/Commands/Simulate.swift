@@ -4,7 +4,7 @@ import ArgumentParser
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
-        abstract: "Run virtual Secure DFU devices on a virtual radio (virtual:DIR), or show their status.",
+        abstract: "Run virtual devices (Secure DFU, Legacy DFU, MCUmgr SMP) on a virtual radio (virtual:DIR), or show their status.",
         discussion: """
             Examples:
               bledfu simulate --adapter virtual:/tmp/radio --device bracelet --device sensor:4
