@@ -14,5 +14,6 @@ extension BledfuCommand {
         BenchCommand.self,
         ExitCodesCommand.self,
         ImageCommand.self,
+        SMPCommand.self,
     ]
 }
