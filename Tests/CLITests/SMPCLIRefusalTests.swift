@@ -82,11 +82,14 @@ import Testing
         #expect(device.counters.faults.contains("crash-new-image"), "\(device.counters.faults)")
     }
 
-    /// Requests lost on the way (`--fault drop-rate=0.05`, seeded): the device answers the chunk after a lost one with
-    /// the offset before the gap, the adaptive window (buf_count − 1 = 3) halves to one chunk in flight, `flash` says
-    /// so once, and the image still ends confirmed.
+    /// Requests lost on the way (`--fault drop-rate=0.01`, seeded, on a sensor whose buf_size is one write, 495
+    /// bytes: a lost write is a lost request): the device answers the chunk after a lost one with the offset before
+    /// the gap, the adaptive window (buf_count − 1 = 3) halves to one chunk in flight, `flash` says so once, and the
+    /// image still ends confirmed.
     @Test func lostRequestsBringTheWindowDownToOne() async throws {
-        let simulator = try SMPCLITests.start(["--speedup", "50", "--fault", "seed=3,drop-rate=0.05"])
+        let path = try Self.profile { $0.smp.bufferSize = 495 }
+        defer { try? FileManager.default.removeItem(at: path.deletingLastPathComponent()) }
+        let simulator = try Self.start(path, ["--speedup", "50", "--fault", "seed=3,drop-rate=0.01"])
         defer { simulator.cleanUp() }
         let state = simulator.radio.appendingPathComponent("state").path
         let flash = try await run(
