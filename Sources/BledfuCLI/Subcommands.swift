@@ -15,5 +15,6 @@ extension BledfuCommand {
         BenchCommand.self,
         ExitCodesCommand.self,
         ImageCommand.self,
+        SMPCommand.self,
     ]
 }

@@ -92,6 +92,8 @@ actor UpdateFlow {
             let errors = sessions.compactMap(\.planError)
             // The package's own family refused it (broken, unverified) or refused an option (`--mode`, a setting).
             if let invalid = errors.first(where: { $0.code == .invalidPackage || $0.code == .invalidOption }) { throw invalid }
+            // A family forced by `--family` said "not mine": another family's package (DFUFamily.plan's contract).
+            if request.family != nil, errors.count == 1 { throw errors[0] }
             // Every family says "not mine": a package none of them reads is an invalid package.
             throw DFUError(
                 .invalidPackage, errors.map(\.message).joined(separator: "; "), cause: errors.count == 1 ? errors[0] : nil)

@@ -62,6 +62,7 @@ public struct FaultTrigger: Codable, Sendable, Hashable {
 /// | `reject-at=execute-command:0B:05` | answer result 0x0B, extended 0x05 (hex) instead |
 /// | `corrupt-flash-at=4096` | flip a bit of the flash write covering that bank offset |
 /// | `slow-flash=4` | flash operations take 4 times longer |
+/// | `crash-new-image=1` | SMP devices: an image booted for a test crashes before it is confirmed, so MCUboot reverts it |
 public struct FaultPlan: Codable, Sendable, Hashable {
     public var seed: UInt64
     public var triggers: [FaultTrigger]
@@ -69,6 +70,8 @@ public struct FaultPlan: Codable, Sendable, Hashable {
     public var disconnectRate: Double
     public var corruptFlashAt: [UInt32]
     public var slowFlash: Double
+    /// SMP devices (``SMPFaults/crashNewImage``): the test image never runs long enough to be confirmed.
+    public var crashNewImage: Bool?
 
     enum CodingKeys: String, CodingKey {
         case seed, triggers
@@ -76,6 +79,7 @@ public struct FaultPlan: Codable, Sendable, Hashable {
         case disconnectRate = "disconnect_rate"
         case corruptFlashAt = "corrupt_flash_at"
         case slowFlash = "slow_flash"
+        case crashNewImage = "crash_new_image"
     }
 
     public init(
@@ -123,6 +127,9 @@ public struct FaultPlan: Codable, Sendable, Hashable {
             case "disconnect-at": triggers.append(FaultTrigger(action: .disconnect, step: try Self.step(value, key)))
             case "power-loss-at": triggers.append(FaultTrigger(action: .powerLoss, step: try Self.step(value, key)))
             case "stall-at": triggers.append(FaultTrigger(action: .stall, step: try Self.step(value, key)))
+            case "crash-new-image":
+                guard ["1", "true"].contains(value.lowercased()) else { throw FaultPlanError("\(key): expected 1 or true, got '\(value)'") }
+                crashNewImage = true
             case "flash-busy-at":
                 triggers.append(FaultTrigger(action: .flashBusy, step: try Self.step(value, key)))
             case "reject-at":

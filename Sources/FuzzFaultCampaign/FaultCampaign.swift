@@ -18,6 +18,11 @@ import Synchronization
 /// Runs that draw a kill run the real `bledfu` (``ProcessKillRun``): `--bledfu` names it (default: next to this
 /// executable); `--kill-share P` gives that many of the other runs a kill too; `--no-kills` runs every plan in this
 /// process without its kills (the other faults as drawn; no `bledfu` needed).
+///
+/// Legacy DFU runs follow (``LegacyRunPlan``, ``LegacyProcessRun``): `--legacy-runs N` (default 8) uploads through
+/// `bledfu simulate` and `bledfu flash`/`resume` processes to each Legacy profile in turn, with seeded disconnects and
+/// real kills, each ending with the installed image's hash checked; `--legacy-run INDEX` replays one of them alone.
+/// `--run INDEX` and `--no-kills` leave them out.
 @main
 struct FaultCampaign {
     static func main() async {
@@ -31,6 +36,8 @@ struct FaultCampaign {
         var killShare = 0.0
         var noKills = false
         var flashFaults = true
+        var legacyRuns = 8
+        var legacyOnly: Int?
         var setup = ProcessSetup(
             bledfu: ProcessSetup.defaultBledfu(),
             root: URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
@@ -50,6 +57,8 @@ struct FaultCampaign {
             case "--no-kills": noKills = true
             case "--flash-faults": flashFaults = true
             case "--no-flash-faults": flashFaults = false
+            case "--legacy-runs": legacyRuns = arguments.popFirst().flatMap { Int($0) } ?? legacyRuns
+            case "--legacy-run": legacyOnly = arguments.popFirst().flatMap { Int($0) }
             case "--bledfu": setup.bledfu = arguments.popFirst().map { URL(fileURLWithPath: $0) } ?? setup.bledfu
             case "--speedup": setup.speedup = arguments.popFirst().flatMap { Double($0) } ?? setup.speedup
             case "--keep-files":
@@ -58,21 +67,24 @@ struct FaultCampaign {
             default:
                 print(
                     "usage: FuzzFaultCampaign [--runs N] [--seed S] [--attempts N] [--timeout-ms MS] [--verbose] "
-                        + "[--run INDEX] [--kill-share P] [--no-kills] [--bledfu PATH] [--speedup K] [--keep-files DIR] [--capture DIR] [--no-flash-faults]")
+                        + "[--run INDEX] [--kill-share P] [--no-kills] [--bledfu PATH] [--speedup K] [--keep-files DIR] [--capture DIR] [--no-flash-faults] "
+                        + "[--legacy-runs N] [--legacy-run INDEX]")
                 exit(2)
             }
         }
         if let capture {
             exit(await Self.capture(into: capture) ? 0 : 1)
         }
-        let indices = only.map { [$0] } ?? Array(0..<runs)
+        let indices = legacyOnly != nil ? [] : only.map { [$0] } ?? Array(0..<runs)
+        let legacyPlans = (legacyOnly.map { [$0] } ?? (only != nil || noKills ? [] : Array(0..<max(0, legacyRuns))))
+            .map { LegacyRunPlan(index: $0, campaignSeed: seed) }
         var plans = indices.map {
             RunPlan(index: $0, campaignSeed: seed, killShare: killShare, flashFaults: flashFaults)
         }
         if noKills {
             for index in plans.indices { plans[index].killsAfterBytes = [] }
         }
-        if plans.contains(where: { !$0.killsAfterBytes.isEmpty }),
+        if plans.contains(where: { !$0.killsAfterBytes.isEmpty }) || !legacyPlans.isEmpty,
             !FileManager.default.isExecutableFile(atPath: setup.bledfu.path)
         {
             print("FuzzFaultCampaign: no bledfu executable at \(setup.bledfu.path) (build it, or name it with --bledfu)")
@@ -104,10 +116,19 @@ struct FaultCampaign {
                 }
             }
         }
+        let legacy = legacyPlans.map { plan in
+            let report = LegacyProcessRun(plan: plan, setup: setup, maxReruns: 3).run()
+            if verbose || report.verdict == .violation {
+                print("\(report.verdict.rawValue): \(plan) | \(report.note)")
+                for process in report.processes { print("    \(process)") }
+            }
+            return report
+        }
         if !setup.keepFiles { try? FileManager.default.removeItem(at: setup.root) }
         let elapsed = start.duration(to: clock.now)
-        print(CampaignSummary(reports: reports, seed: seed, elapsed: elapsed).text)
-        exit(reports.contains { $0.verdict == .violation } ? 1 : 0)
+        if !indices.isEmpty { print(CampaignSummary(reports: reports, seed: seed, elapsed: elapsed).text) }
+        print(LegacyCampaignSummary(reports: legacy).text)
+        exit(reports.contains { $0.verdict == .violation } || legacy.contains { $0.verdict == .violation } ? 1 : 0)
     }
 
     /// One clean upload whose PDUs (both directions) are written to `directory`, a few of each opcode: seeds for

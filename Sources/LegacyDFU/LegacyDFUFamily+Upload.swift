@@ -1,6 +1,7 @@
 import BLECore
 import DFUCore
 import GATT
+import Logging
 
 extension LegacyDFUFamily {
     /// Sends one part from zero over one link (Legacy DFU cannot resume inside an image; see the type's notes).
@@ -10,14 +11,15 @@ extension LegacyDFUFamily {
         if context.update.stop.isRequested {
             throw DFUError(.stopped, "stopped before \(part.name) started", family: id)
         }
-        let (transport, mode) = try await openBootloader(for: part, on: link)
+        let (transport, mode, identity) = try await openBootloader(for: part, on: link)
         var journal = context.resume ?? LegacyJournal(partIndex: context.index)
         reportLostApplication(&journal, part: part, mode: mode, on: link, context: context)
         // A journal from the start of the attempt: a killed run leaves it for `bledfu resume` and the next run,
         // which records the lost attempt.
         journal.beginAttempt(part: context.index)
         await context.checkpoint(journal, confirmedBytes: 0)
-        let driver = makeDriver(transport: transport, mode: mode, journal: journal, context: context)
+        let driver = makeDriver(
+            transport: transport, mode: mode, identity: identity, mtu: await link.mtu, journal: journal, context: context)
         let reporter = reportProgress(of: driver, journal: journal, context: context)
         let result: Result<Void, LegacyDFUError>
         do {
@@ -58,8 +60,11 @@ extension LegacyDFUFamily {
         throw DFUError(.linkLost, "\(part.name): \(error.reason)", cause: error, family: id, location: next)
     }
 
-    /// Opens the Legacy transport and checks the device is ready to take `part`.
-    func openBootloader(for part: LegacyPart, on link: DFULink) async throws(DFUError) -> (GATTLegacyTransport, LegacyDeviceMode) {
+    /// Opens the Legacy transport, checks the device is ready to take `part` and reads what it tells of itself
+    /// (``LegacyBootloaderIdentity``: the engine checks the init packet's device type against it before Start).
+    func openBootloader(for part: LegacyPart, on link: DFULink) async throws(DFUError)
+        -> (GATTLegacyTransport, LegacyDeviceMode, LegacyBootloaderIdentity)
+    {
         let transport: GATTLegacyTransport
         do {
             transport = try await GATTLegacyTransport.open(client: link.gatt)
@@ -78,7 +83,13 @@ extension LegacyDFUFamily {
                 "the DFU service inside the application (InfiniTime) takes application images only, not \(part.imageType)",
                 family: id)
         }
-        return (transport, mode)
+        let identity: LegacyBootloaderIdentity
+        do {
+            identity = try await LegacyBootloaderIdentity.read(services: transport.services, client: link.gatt)
+        } catch {
+            throw Self.map(error, doing: "reading the device's name and manufacturer")
+        }
+        return (transport, mode, identity)
     }
 
     /// After the host reset a bootloader in the middle of an image, where the device came back tells whether it
@@ -102,7 +113,8 @@ extension LegacyDFUFamily {
     }
 
     func makeDriver(
-        transport: GATTLegacyTransport, mode: LegacyDeviceMode, journal: LegacyJournal, context: PartContext<LegacyJournal>
+        transport: GATTLegacyTransport, mode: LegacyDeviceMode, identity: LegacyBootloaderIdentity, mtu: Int,
+        journal: LegacyJournal, context: PartContext<LegacyJournal>
     ) -> LegacyDFUDriver<UpdateClock> {
         let options = context.update.options
         let base = (try? LegacyPacingPolicies.parse(options.pacing)) ?? LegacyAdaptivePacing()
@@ -110,6 +122,9 @@ extension LegacyDFUFamily {
             pacing: journal.pacing(base, for: context.index), responseTimeout: options.responseTimeout,
             resetOnCancel: options.abortOnCancel)
         LegacyDetection.configure(&configuration, for: mode)
+        configuration.requiredDeviceType = identity.requiredDeviceType
+        configuration.packetSize = Self.packetSize(mtu: mtu, identity: identity, pacing: configuration.pacing)
+        context.update.logger.debug("legacy packets", metadata: ["dfu.packet": "\(configuration.packetSize)", "dfu.mtu": "\(mtu)"])
         return LegacyDFUDriver(
             transport: transport, clock: context.update.clock, configuration: configuration, logger: context.update.logger)
     }
@@ -138,6 +153,17 @@ extension LegacyDFUFamily {
                 }
             }
         }
+    }
+
+    /// Bytes per firmware Packet write. 20 (`MAX_DFU_PKT_LEN`; InfiniTime asserts it) unless the device takes more:
+    /// the Adafruit bootloader since d28c2e0 sizes its Packet characteristic MTU − 3 (MTU up to 247, rounded down to
+    /// a multiple of 4 plus 3; an older one pinned the MTU to 23, so the link's MTU says which). A pacing that sizes
+    /// packets from the MTU (`android`, Android-DFU-Library's default) sends MTU − 3 whatever the device takes.
+    /// Always a multiple of 4 (the SDK refuses other data lengths) and at least 20.
+    public static func packetSize(mtu: Int, identity: LegacyBootloaderIdentity, pacing: any LegacyPacingPolicy) -> Int {
+        if pacing.sizesPacketsFromMTU { return max(20, (mtu - 3) & ~3) }
+        if identity.isAdafruit { return max(20, (min(mtu, 247) - 3) & ~3) }
+        return 20
     }
 
     /// How often (bytes sent) an attempt's progress goes into the journal.

@@ -72,6 +72,11 @@ extension LegacyDFUStateMachine {
     mutating func receipt(_ bytes: Int) -> [LegacyDFUAction] {
         switch step {
         case .sendingData, .waitingReceipt, .waitingLastPacket, .askingSize: break
+        case .starting where !configuration.checkReceivedSize:
+            // The DFU service inside InfiniTime keeps an interrupted transfer across a lost link and ignores Start
+            // while busy: it took our sizes for image data and counted them. It resets itself after ≈ 9.8 s without
+            // a DFU access; the Start timeout outlasts that, and the attempt after it starts on an idle service.
+            return []
         default: return violation("unexpected packet receipt (\(bytes) bytes) \(whereWeAre)")
         }
         guard bytes <= sentOffset else {

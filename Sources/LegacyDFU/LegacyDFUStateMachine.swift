@@ -104,6 +104,9 @@ public struct LegacyDFUStateMachine: Sendable {
 
     mutating func start() -> [LegacyDFUAction] {
         guard !part.image.isEmpty else { return fail(.incompatible, "part \(part.name) has an empty image") }
+        // Everything the host can tell about the package is checked before Start: Start erases (the application
+        // itself on a single bank), so a package refused after it would cost the device its application.
+        if let refusal = preflight() { return fail(.incompatible, refusal) }
         step = .starting(withoutType: false)
         return [
             .writeControlPoint(.startDFU(part.imageType)), .writePacket(part.sizes.encoded), armTimer(configuration.eraseTimeout),
@@ -141,26 +144,38 @@ public struct LegacyDFUStateMachine: Sendable {
         if configuration.deviceVersion == nil {
             // SDK <= 6.1: no DFU Version characteristic, an optional 2-byte CRC after a bare 02 (iOS sendInitPacket).
             if part.initPacket.isEmpty { return beginData() }
-            guard part.initPacket.count == 2 else {
-                return fail(
-                    .incompatible,
-                    "the device has no DFU Version characteristic (SDK <= 6.1) and takes a 2-byte CRC init packet only; \(part.name) has a \(part.initPacket.count)-byte extended init packet")
-            }
             step = .initializing(complete: true)
             return [
                 .writeControlPoint(.initializeWithoutStep), .writePacket(part.initPacket), armTimer(configuration.responseTimeout),
             ]
         }
-        guard part.initPacket.count >= 14 else {
-            // DFU Version >= 0.5 requires the extended init packet (iOS: extendedInitPacketRequired).
-            return fail(
-                .incompatible,
-                "the device (DFU Version \(configuration.deviceVersion?.description ?? "?")) requires an extended init packet of at least 14 bytes; \(part.name) has \(part.initPacket.count)")
-        }
         step = .initializing(complete: false)
         // Each write is padded to a multiple of 4 by the device (init_data_process): 20-byte chunks keep it intact.
         let chunks = Self.packets(in: 0..<part.initPacket.count, size: min(configuration.packetSize, 20))
         return [.writeControlPoint(.initialize(.receive)), .sendPackets(LegacyPacketBurst(source: .initPacket, packets: chunks))]
+    }
+
+    /// Why the device cannot take this part, as far as the host can tell before Start DFU (nil: nothing known).
+    /// An SDK <= 6.1 bootloader (no DFU Version) takes no init packet or a 2-byte CRC; DFU Version >= 0.5 requires
+    /// the extended init packet (iOS: extendedInitPacketRequired); the Adafruit bootloader one for device type 0x0052.
+    func preflight() -> String? {
+        guard let version = configuration.deviceVersion else {
+            guard part.initPacket.isEmpty || part.initPacket.count == 2 else {
+                return "the device has no DFU Version characteristic (SDK <= 6.1) and takes a 2-byte CRC init packet only; \(part.name) has a \(part.initPacket.count)-byte extended init packet"
+            }
+            return nil
+        }
+        guard part.initPacket.count >= 14 else {
+            return "the device (DFU Version \(version)) requires an extended init packet of at least 14 bytes; \(part.name) has \(part.initPacket.count)"
+        }
+        guard let required = configuration.requiredDeviceType else { return nil }
+        let type = (try? LegacyInitPacket(decoding: part.initPacket))?.deviceType
+        guard type == required else {
+            let has = type.map { "is for device type 0x\(hex4($0))" } ?? "has no device type"
+            return "\(part.name)'s init packet \(has); the Adafruit nRF52 bootloader takes device type 0x\(hex4(required)) only "
+                + "(build the package with `bledfu package create --dev-type 0x\(hex4(required))`); nothing was sent, the application is kept"
+        }
+        return nil
     }
 
     mutating func initialized(_ status: LegacyStatus) -> [LegacyDFUAction] {

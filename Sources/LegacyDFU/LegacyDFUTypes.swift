@@ -106,6 +106,10 @@ public struct LegacyDFUConfiguration: Sendable {
     public var checkReceivedSize: Bool
     /// Send Reset (`06`) when the transfer is cancelled. Off by default: the device keeps its state and times out.
     public var resetOnCancel: Bool
+    /// The device type the init packet must carry, checked before Start DFU (nil: not checked here, the device
+    /// decides). The Adafruit bootloader takes 0x0052 only and checks it after Start, which on its single bank has
+    /// erased the application (``LegacyBootloaderIdentity``).
+    public var requiredDeviceType: UInt16?
 
     public init(
         pacing: any LegacyPacingPolicy = LegacyAdaptivePacing(), packetSize: Int = 20,
@@ -119,6 +123,7 @@ public struct LegacyDFUConfiguration: Sendable {
         self.deviceVersion = deviceVersion
         self.checkReceivedSize = checkReceivedSize
         self.resetOnCancel = resetOnCancel
+        requiredDeviceType = nil
     }
 }
 

@@ -97,3 +97,22 @@ public struct LegacyBootloaderLocation: Hashable, Sendable, CustomStringConverti
         "addresses " + addresses.map(\.description).joined(separator: " or ") + ", names " + names.joined(separator: "/")
     }
 }
+
+/// What an advertisement tells of Legacy DFU, for a scanner (`bledfu scan`), without connecting.
+///
+/// - The DFU service UUID `00001530-…` in the service lists: a bootloader (`advertising_init` lists it, SDK 11 and
+///   Adafruit) or InfiniTime (its application advertises it).
+/// - The bootloaders' names, `DfuTarg` (SDK 11) and `AdaDFU` (Adafruit), with or without the UUID.
+///
+/// An application with the legacy buttonless entry (SDK 11 `ble_app_hrs`, a Bluefruit sketch) advertises its own
+/// services and name only; its DFU Version 0.1 is read after connecting (``LegacyDetection/mode(services:version:hasPacket:)``),
+/// which `bledfu flash` does. SDK 11's directed advertising after the jump carries no AD data at all.
+public enum LegacyAdvertisement {
+    /// The names the Legacy bootloaders advertise.
+    public static let bootloaderNames: Set<String> = ["DfuTarg", LegacyBootloaderIdentity.adafruitBootloaderName]
+
+    /// Whether an advertisement with these service UUIDs and this name is a Legacy DFU device.
+    public static func isLegacy(services: [BluetoothUUID], name: String?) -> Bool {
+        services.contains(LegacyDFUUUID.service) || name.map { bootloaderNames.contains($0) } == true
+    }
+}

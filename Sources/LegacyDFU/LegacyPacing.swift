@@ -27,10 +27,14 @@ public protocol LegacyPacingPolicy: Sendable, CustomStringConvertible {
     mutating func attemptLost(window: Int?)
     /// How long to wait for a receipt before asking with Report Received Image Size (nil: the response timeout).
     var receiptTimeout: Duration? { get }
+    /// Packets sized from the ATT MTU (MTU − 3) whatever the device takes, as Android-DFU-Library does by default
+    /// (it requests MTU 517; #526); false: what the device takes (``LegacyDFUFamily/packetSize(mtu:identity:pacing:)``).
+    var sizesPacketsFromMTU: Bool { get }
 }
 
 extension LegacyPacingPolicy {
     public var receiptTimeout: Duration? { nil }
+    public var sizesPacketsFromMTU: Bool { false }
     public mutating func record(_ outcome: LegacyWindowOutcome) {}
 }
 
@@ -55,8 +59,12 @@ public struct LegacyReceiptPacing: LegacyPacingPolicy {
 public struct LegacyStreamPacing: LegacyPacingPolicy {
     public private(set) var slowed: LegacyReceiptPacing?
     public var label: String?
+    public let sizesPacketsFromMTU: Bool
 
-    public init(label: String? = nil) { self.label = label }
+    public init(label: String? = nil, sizesPacketsFromMTU: Bool = false) {
+        self.label = label
+        self.sizesPacketsFromMTU = sizesPacketsFromMTU
+    }
 
     public var receiptInterval: UInt16 { slowed?.receiptInterval ?? 0 }
     public mutating func nextWindow() -> Int? {
@@ -163,9 +171,10 @@ public enum LegacyPacingPolicies {
         case ("stream", 1): return LegacyStreamPacing()
         // IOS-DFU-Library: PRN 12 by default (`packetReceiptNotificationParameter`), 20-byte packets.
         case ("ios", 1): return LegacyReceiptPacing(interval: 12, label: "ios")
-        // Android-DFU-Library on Android >= 6: PRNs off (flow control only), packets of 20 bytes with the MTU request
-        // disabled (the MTU-sized packets of its default fail on 20-byte Packet characteristics, #526).
-        case ("android", 1): return LegacyStreamPacing(label: "android")
+        // Android-DFU-Library's defaults on Android >= 6: PRNs off (flow control only), MTU 517 requested and packets
+        // of MTU − 3 even for Legacy DFU (LegacyDfuImpl; #526: they fail on a 20-byte Packet characteristic, and
+        // InfiniTime asserts 20, #1933; a newer Adafruit bootloader takes MTU − 3).
+        case ("android", 1): return LegacyStreamPacing(label: "android", sizesPacketsFromMTU: true)
         // nrfutil 0.5.3: `08 0a 00` (PRN 10) and a wait for the receipt after every 10th packet.
         case ("nrfutil", 1): return LegacyReceiptPacing(interval: 10, label: "nrfutil")
         case ("prn", 2):

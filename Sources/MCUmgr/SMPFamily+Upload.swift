@@ -35,25 +35,43 @@ public struct SMPResume: Codable, Sendable, Hashable {
 /// `--mode` for SMP: how the upload paces itself.
 public enum SMPPacing {
     /// The modes, for messages and help.
-    public static let modes = "adaptive, window:N (1-32), one-at-a-time, mcumgr-cli, nordic"
+    public static let modes = "adaptive, window:N (1-32), one-at-a-time, mcumgr-cli, nordic, nordic:N (1-32)"
 
-    /// adaptive (default): the device's buf_count − 1 in flight, halved on losses; `window:N` fixed; `one-at-a-time`;
-    /// `mcumgr-cli` (one at a time, 512-byte SMP packets at most, as newtmgr's findChunkLen); `nordic` (Nordic's
-    /// pipelined settings: window 3, buf_size packets, fixed).
+    /// bledfu's own modes send a minimal first chunk (``SMPUploadConfiguration/firstChunkBytes``): at most one window
+    /// is sent twice on a resume. The emulations send theirs as the hosts do (as much as fits).
+    ///
+    /// - `adaptive` (default): the device's buf_count − 1 in flight, halved on losses, grown back.
+    /// - `window:N`: N in flight, fixed. `one-at-a-time`: one.
+    /// - `mcumgr-cli`: newtmgr's `image upload` (smp-mcuboot.md §11): packets of at most min(ATT_MTU − 3, 512) bytes
+    ///   (findChunkLen, MtuOut), a window that starts at 1 and grows by one per answer to 5 (`-w` default), one less
+    ///   on a failed chunk.
+    /// - `nordic`: the defaults of Nordic's McuManager libraries (§9, §10): packets of buf_size (the reassembly
+    ///   buffer), one chunk at a time (iOS `pipelineDepth` 1, Android `windowCapacity` 1). `nordic:N`: the same with
+    ///   the pipelining set to N, as the nRF Connect Device Manager apps let one choose.
     public static func configuration(_ mode: String, parameters: SMPParameters?, mtu: Int)
         -> (upload: SMPUploadConfiguration, packetLimit: Int)?
     {
         let deviceWindow = max(1, (parameters?.bufferCount ?? 2) - 1)
         let limit = SMPUploader.packetLimit(mtu: mtu, parameters: parameters)
+        let minimal = SMPUploadConfiguration.minimalFirstChunk
         switch mode {
-        case "adaptive", "": return (SMPUploadConfiguration(window: deviceWindow, adaptive: true), limit)
-        case "one-at-a-time": return (SMPUploadConfiguration(window: 1, adaptive: false), limit)
-        case "mcumgr-cli": return (SMPUploadConfiguration(window: 1, adaptive: false), min(mtu - 3, 512))
-        case "nordic": return (SMPUploadConfiguration(window: min(3, deviceWindow), adaptive: false), limit)
+        case "adaptive", "": return (SMPUploadConfiguration(window: deviceWindow, policy: .adaptive, firstChunkBytes: minimal), limit)
+        case "one-at-a-time": return (SMPUploadConfiguration(window: 1, policy: .fixed, firstChunkBytes: minimal), limit)
+        case "mcumgr-cli": return (SMPUploadConfiguration(window: 5, policy: .newtmgr), min(mtu - 3, 512))
+        case "nordic": return (SMPUploadConfiguration(window: 1, policy: .fixed), limit)
         default:
-            guard mode.hasPrefix("window:"), let n = Int(mode.dropFirst(7)), (1...32).contains(n) else { return nil }
-            return (SMPUploadConfiguration(window: n, adaptive: false), limit)
+            if let n = Self.count(mode, "nordic:") { return (SMPUploadConfiguration(window: n, policy: .fixed), limit) }
+            if let n = Self.count(mode, "window:") {
+                return (SMPUploadConfiguration(window: n, policy: .fixed, firstChunkBytes: minimal), limit)
+            }
+            return nil
         }
+    }
+
+    /// N of "prefixN", 1 to 32.
+    static func count(_ mode: String, _ prefix: String) -> Int? {
+        guard mode.hasPrefix(prefix), let n = Int(mode.dropFirst(prefix.count)), (1...32).contains(n) else { return nil }
+        return n
     }
 }
 
@@ -82,17 +100,28 @@ extension SMPFamily {
             throw DFUError(.invalidOption, "--mode \(update.options.pacing) is not an SMP mode (\(SMPPacing.modes))", family: id)
         }
         configuration.image = part.imageIndex
+        configuration.upgrade = try Self.upgrade(update.options)
         limit = max(limit, 64)
         let uploader = SMPUploader(client: client, clock: update.clock, logger: update.logger)
         let stop = update.stop.onRequest { uploader.requestStop() }
         let confirmed = ConfirmedOffset()
+        let fellToOne = ConfirmedOffset()
         let total = part.byteCount
+        let window = configuration.window
+        let adaptive = configuration.adaptive
         let result: Result<SMPUploadResult, SMPError>
         do {
             result = .success(
                 try await uploader.upload(part.bytes, configuration: configuration, packetLimit: limit) { progress in
                     confirmed.set(progress.offset)
                     context.progress(PartProgress(bytesConfirmed: progress.offset, totalBytes: total))
+                    // The adaptive window halves on every loss: say so once when it is down to one request.
+                    if adaptive, window > 1, progress.window == 1, fellToOne.value == 0 {
+                        fellToOne.set(1)
+                        update.emit(
+                            .message(
+                                "\(part.name): requests were lost at \(progress.offset) bytes; the window fell from \(window) to 1 chunk in flight (it grows back on clean answers)"))
+                    }
                 })
         } catch {
             result = .failure(error)
@@ -106,8 +135,21 @@ extension SMPFamily {
             return .staysConnected
         case .failure(let error):
             await context.checkpoint(SMPResume(offset: offset), confirmedBytes: offset)
-            throw Self.map(error)
+            throw Self.map(configuration.upgrade && offset == 0 ? Self.upgradeRefusal(error, version: part.version) : error)
         }
+    }
+
+    /// The device refused the first chunk of an upload sent with `upgrade`: img_mgmt compared the versions (rc 27
+    /// CURRENT_VERSION_IS_NEWER in SMP v2; v1 translates it to rc 6 EBADSTATE, which other refusals share).
+    static func upgradeRefusal(_ error: SMPError, version: String) -> SMPError {
+        guard error.code == .remote else { return error }
+        var said = error
+        if error.groupError == SMPGroupError(.currentVersionIsNewer) {
+            said.reason += ": the upload was sent with `upgrade` (--upgrade, smp.upgrade) and the device runs a version not older than \(version)"
+        } else if error.returnCode == .badState {
+            said.reason += ": the upload was sent with `upgrade` (--upgrade, smp.upgrade): an SMP v1 device says rc 6 when it runs a version not older than \(version) (or when another state forbids the upload)"
+        }
+        return said
     }
 
     // MARK: Finish

@@ -65,6 +65,7 @@ public struct SMPFamily: DFUFamily {
         guard !parts.isEmpty else { throw DFUError(.invalidPackage, "the package has no \(options.scope) image", family: id) }
         // The package is ours: the options must be too, before anything connects.
         _ = try Self.confirmMode(options)
+        _ = try Self.upgrade(options)
         guard SMPPacing.configuration(options.pacing, parameters: nil, mtu: 247) != nil else {
             throw DFUError(.invalidOption, "--mode \(options.pacing) is not an SMP mode (\(SMPPacing.modes))", family: id)
         }
@@ -103,6 +104,20 @@ public struct SMPFamily: DFUFamily {
 
     /// The setting that picks the flow after the upload.
     public static let confirmSetting = "smp.confirm"
+
+    /// The setting that sends `upgrade: true` with the first chunk (`bledfu flash --upgrade`, mcumgr's
+    /// `image upload -u`): Zephyr's img_mgmt then refuses an image whose version is not newer than the running one
+    /// (rc 27 CURRENT_VERSION_IS_NEWER; SMP v1: rc 6), before it erases anything. `true` or `false` (default).
+    public static let upgradeSetting = "smp.upgrade"
+
+    /// The `smp.upgrade` setting.
+    static func upgrade(_ options: UpdateOptions) throws(DFUError) -> Bool {
+        switch options.settings[upgradeSetting] {
+        case nil, "false": return false
+        case "true": return true
+        case let other?: throw DFUError(.invalidOption, "\(upgradeSetting)=\(other): expected true or false", family: .smp)
+        }
+    }
 
     // MARK: Detect
 

@@ -131,3 +131,33 @@ public struct SMPUploadResponse: Hashable, Sendable {
         self.init(offset: offset, match: body["match"]?.boolValue)
     }
 }
+
+/// The answer to OS echo (id 0): `{"r": text}`.
+public struct SMPEchoResponse: Hashable, Sendable {
+    public var text: String
+
+    public init(body: CBOR) throws(SMPError) {
+        guard let text = body["r"]?.textValue else {
+            throw SMPError(.protocolViolation, "echo answer without the text (\"r\"): \(body)")
+        }
+        self.text = text
+    }
+}
+
+/// Bootloader information (OS id 8, `CONFIG_MCUMGR_GRP_OS_BOOTLOADER_INFO`): `{"bootloader": "MCUboot"}` for an empty
+/// query, `{"mode": n}` for the query "mode" (MCUboot's mode: 0 single slot, 1 swap using scratch, 2 overwrite only,
+/// 3 swap without scratch, 4 DirectXIP, 5 DirectXIP with revert, 6 RAM loader).
+public struct SMPBootloaderInfo: Hashable, Sendable {
+    public var name: String?
+    public var mode: Int?
+
+    public init(name: String?, mode: Int?) {
+        self.name = name
+        self.mode = mode
+    }
+
+    public init(body: CBOR) {
+        name = body["bootloader"]?.textValue
+        mode = body["mode"]?.intValue
+    }
+}

@@ -1,14 +1,34 @@
 import BLECore
 
+/// How the number of chunks in flight changes during an upload.
+public enum SMPWindowPolicy: String, Hashable, Sendable {
+    /// bledfu's: start at the window, halve it on every loss (down to one at a time), grow it back by one after
+    /// twice the window of clean answers.
+    case adaptive
+    /// The window throughout (Nordic's libraries: iOS `pipelineDepth`, Android `windowCapacity`).
+    case fixed
+    /// newtmgr / mcumgr-cli (`nmxact/xact/image.go`, smp-mcuboot.md §11): start at one chunk
+    /// (IMAGE_UPLOAD_START_WS), one more after every answer up to the window (`-w`, default 5); a failed chunk (a
+    /// timeout) takes one away while more than two are in flight and stops the growth for the rest of the upload.
+    case newtmgr
+}
+
 /// How an upload paces itself.
 public struct SMPUploadConfiguration: Hashable, Sendable {
     /// Most chunks in flight. Nordic's libraries keep at most the device's buffer count minus one (one buffer
-    /// stays free for the response, Android-nRF-Connect-Device-Manager #72); 1 is one chunk at a time, as the
-    /// mcumgr CLI starts (smp-mcuboot.md §10, §11).
+    /// stays free for the response, Android-nRF-Connect-Device-Manager #72); 1 is one chunk at a time
+    /// (smp-mcuboot.md §10, §11). With ``SMPWindowPolicy/newtmgr`` the most it grows to.
     public var window: Int
-    /// Halve the window on every loss (down to one at a time) and grow it back by one after a window of clean
-    /// answers; false keeps it fixed (the emulations of other hosts).
-    public var adaptive: Bool
+    /// How the window changes (``SMPWindowPolicy``).
+    public var policy: SMPWindowPolicy
+    /// Data bytes of the first chunk (nil: as many as fit, as the host emulations send it). The first chunk goes
+    /// alone, and when the device already holds part of an upload of the same image (a resume after a lost link, a
+    /// killed tool, another station) it answers with its offset without writing the chunk: a minimal first chunk
+    /// (``minimalFirstChunk``, the 32-byte MCUboot header img_mgmt needs) keeps what is sent twice on a resume to the
+    /// chunks that were in flight, at most one window.
+    public var firstChunkBytes: Int?
+    /// Halve the window on every loss and grow it back (``SMPWindowPolicy/adaptive``).
+    public var adaptive: Bool { policy == .adaptive }
     /// The first chunk may erase the whole slot first: hosts give it 30-40 s (Android PR #71, iOS PR #104).
     public var firstChunkTimeout: Duration
     /// Later chunks (Android 2.5 s, iOS 10 s).
@@ -22,13 +42,18 @@ public struct SMPUploadConfiguration: Hashable, Sendable {
     /// Image number (0 application; 1 the nRF5340 network core).
     public var image: Int
 
+    /// The smallest first chunk img_mgmt takes: an MCUboot image header (`img_mgmt_upload_inspect`; newtmgr's
+    /// IMAGE_UPLOAD_MIN_1ST_CHUNK).
+    public static let minimalFirstChunk = 32
+
     public init(
         window: Int = 3, adaptive: Bool = true, firstChunkTimeout: Duration = .seconds(40),
         chunkTimeout: Duration = .seconds(5), maximumFailures: Int = 5, maximumRestarts: Int = 2, upgrade: Bool = false,
-        image: Int = 0
+        image: Int = 0, policy: SMPWindowPolicy? = nil, firstChunkBytes: Int? = nil
     ) {
         self.window = window
-        self.adaptive = adaptive
+        self.policy = policy ?? (adaptive ? .adaptive : .fixed)
+        self.firstChunkBytes = firstChunkBytes
         self.firstChunkTimeout = firstChunkTimeout
         self.chunkTimeout = chunkTimeout
         self.maximumFailures = maximumFailures
@@ -112,6 +137,8 @@ public struct SMPUploadStateMachine: Sendable {
     var nextOffset = 0
     var highestSent = 0
     public private(set) var window: Int
+    /// newtmgr grows its window until the first failed chunk.
+    var growing = true
     var cleanAnswers = 0
     var failuresInARow = 0
     var restarts = 0
@@ -123,9 +150,9 @@ public struct SMPUploadStateMachine: Sendable {
         self.image = image
         self.sha = sha
         self.configuration = configuration
-        self.firstDataLength = max(1, firstDataLength)
+        self.firstDataLength = max(1, min(firstDataLength, configuration.firstChunkBytes ?? firstDataLength))
         self.dataLength = max(1, dataLength)
-        self.window = max(1, configuration.window)
+        self.window = configuration.policy == .newtmgr ? 1 : max(1, configuration.window)
     }
 
     public var isFinished: Bool { phase == .finished }
@@ -188,9 +215,15 @@ public struct SMPUploadStateMachine: Sendable {
             return actions + [.completed(result)]
         }
         if chunk.offset != 0, offset < chunk.end, chunk.epoch == epoch {
-            // A gap: an earlier chunk was lost; what is in flight is stale.
+            // A gap: an earlier chunk was lost; what is in flight is stale. The device answers in the order it takes
+            // requests, so the chunks sent before this one and still unanswered will never be answered (the request
+            // or its answer was lost): their slots are free now, not after their timeouts.
+            let lostBefore = chunk.offset
+            inFlight = inFlight.filter { $0.value.epoch != chunk.epoch || $0.value.offset > lostBefore }
             actions += loss(rewindTo: offset)
             if case .failed = actions.last { return actions }
+            // newtmgr counts every response, a repeated offset too (HandleResponse).
+            if configuration.policy == .newtmgr { grow() }
         } else if offset >= chunk.end {
             failuresInARow = 0
             grow()
@@ -213,6 +246,11 @@ public struct SMPUploadStateMachine: Sendable {
             failuresInARow += 1
             guard failuresInARow < configuration.maximumFailures else { return fail(gaveUp(error)) }
             return sendFirst()
+        }
+        if configuration.policy == .newtmgr {
+            // HandleError: one slot less while more than two were in flight (the failed one included); no growth.
+            if inFlight.count + 1 > 2 { window = max(1, window - 1) }
+            growing = false
         }
         guard chunk.epoch == epoch else { return fill() }
         let actions = loss(rewindTo: acknowledged, cause: error)
@@ -240,7 +278,12 @@ public struct SMPUploadStateMachine: Sendable {
     }
 
     mutating func grow() {
-        guard configuration.adaptive, window < configuration.window else { return }
+        guard window < configuration.window else { return }
+        if configuration.policy == .newtmgr {
+            if growing { window += 1 }
+            return
+        }
+        guard configuration.adaptive else { return }
         cleanAnswers += 1
         if cleanAnswers >= window * 2 {
             window += 1

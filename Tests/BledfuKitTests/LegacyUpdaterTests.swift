@@ -259,22 +259,30 @@ enum LegacyKitFixture {
         }
     }
 
-    /// The device refuses the package itself: an init packet for another device type (`10 02 06`, Adafruit takes
-    /// 0x0052 only) and an image larger than the bank (`10 01 04`): incompatible-package (exit 46), one line naming
-    /// the status, the old application kept, no restart.
+    /// The package does not fit the device: an init packet for another device type on the single-bank Adafruit
+    /// bootloader is refused before Start DFU (which would erase the application: the bootloader checks the type only
+    /// at Initialize DFU Parameters), from what the device tells (its `AdaDFU` name, its DIS manufacturer); an image
+    /// larger than the bank (`10 01 04`): incompatible-package (exit 46), one line, the old application kept.
     @Test func deviceRefusesThePackage() async throws {
-        let adafruit = VirtualLegacyDevice(profile: LegacyKitFixture.profile(LegacyDeviceProfile.adafruitNRF52832), clock: ContinuousClock())
-        let otherType = try LegacyKitFixture.package(deviceType: 0xFFFF)
-        do {
-            _ = try await Updater(adapter: VirtualDeviceAdapter(devices: [adafruit]), clock: ContinuousClock())
-                .update(LegacyKitFixture.request(otherType))
-            Issue.record("an init packet for another device type was taken")
-        } catch {
-            #expect(error.code == .incompatiblePackage, "\(error)")
-            #expect(error.message.contains("Initialize DFU Parameters (0x02) refused: operation failed (0x06)"), "\(error.message)")
-            #expect(!error.message.contains("\n"))
+        for otherType: UInt16 in [0xFFFF, 0x0051] {
+            let adafruit = VirtualLegacyDevice(profile: LegacyKitFixture.profile(LegacyDeviceProfile.adafruitNRF52832), clock: ContinuousClock())
+            let package = try LegacyKitFixture.package(deviceType: otherType)
+            do {
+                _ = try await Updater(adapter: VirtualDeviceAdapter(devices: [adafruit]), clock: ContinuousClock())
+                    .update(LegacyKitFixture.request(package))
+                Issue.record("an init packet for device type \(otherType) was taken")
+            } catch {
+                #expect(error.code == .incompatiblePackage, "\(error)")
+                #expect(error.message.contains("is for device type 0x\(String(otherType, radix: 16, uppercase: true).leftPadded(4))"), "\(error.message)")
+                #expect(error.message.contains("the Adafruit nRF52 bootloader takes device type 0x0052 only"), "\(error.message)")
+                #expect(!error.message.contains("\n"))
+            }
+            // Start never reached the bootloader: bank 0 still holds the application, nothing was erased or sent.
+            let state = await adafruit.state()
+            #expect(state.bank0 == .validApp && state.installed.application?.version == 1, "\(state.bank0)")
+            #expect(state.transfer.state == "idle" && state.transfer.updateMode == 0, "\(state.transfer)")
+            #expect(state.counters.controlPointWrites <= 1 && state.counters.packetsReceived == 0, "\(state.counters)")
         }
-        #expect(await adafruit.state().transfer.bytesAccepted == 0)
 
         // SDK 11 nRF51 dual bank: the application area 0x1B000-0x3C000 holds two banks of 0x10800 bytes at most.
         let nrf51 = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())
@@ -299,14 +307,15 @@ enum LegacyKitFixture {
         let device = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())
         let adapter = VirtualDeviceAdapter(devices: [device])
         let package = try LegacyKitFixture.package()
-        // (The Secure and SMP plans call another family's package invalid-package, not incompatible-package as
-        // DFUFamily.plan's documentation says; their line names the package's family either way.)
+        // Another family's package is incompatible-package (exit 46), as DFUFamily.plan's contract says, the same
+        // code auto-detection gives for a Legacy package on a device of another family.
         for (forced, says) in [(DFUFamilyID.secure, "is a Legacy DFU package (dfu_version 0.5), not a Secure DFU package"), (.smp, "not an SMP package")] {
             do {
                 _ = try await Updater(adapter: adapter, clock: ContinuousClock()).update(LegacyKitFixture.request(package, family: forced))
                 Issue.record("--family \(forced) sent a Legacy package")
             } catch {
-                #expect([.incompatiblePackage, .invalidPackage].contains(error.code), "\(forced): \(error)")
+                #expect(error.code == .incompatiblePackage, "\(forced): \(error)")
+                #expect(error.family == forced, "\(forced): \(error)")
                 #expect(error.message.contains(says) && !error.message.contains("\n"), "\(forced): \(error.message)")
             }
         }
@@ -324,4 +333,8 @@ enum LegacyKitFixture {
         #expect(result.family == .legacy)
         #expect(await device.state().installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(LegacyKitFixture.image))
     }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -121,8 +121,8 @@ final class LegacySimulator {
     }
 
     /// Bad input, one line and exit 46 each (README's exit codes): a Legacy package on a Secure device (refused
-    /// before anything is sent), an init packet for another device type (the Adafruit bootloader answers `10 02 06`),
-    /// an image larger than the SDK 11 nRF51's bank (`10 01 04`).
+    /// before anything is sent), an init packet for another device type on the Adafruit bootloader (refused before
+    /// Start DFU, which erases its single bank), an image larger than the SDK 11 nRF51's bank (`10 01 04`).
     @Test func badInputEndsInOneLineAndExit46() async throws {
         let simulator = try LegacySimulator(profiles: ["bracelet", "adafruit-feather52832", "sdk11-nrf51"])
         let oversized = simulator.directory.appendingPathComponent("oversized.zip")
@@ -133,7 +133,7 @@ final class LegacySimulator {
         try Data(try builder.archive()).write(to: oversized)
         let cases: [(package: String, address: String, says: String)] = [
             (Self.sample("sdk11-nrf51-app-v2.zip"), "C6:05:04:03:02:01", "is a Legacy DFU package"),
-            (Self.sample("sdk11-nrf51-app-v2.zip"), "E4:AD:F5:28:32:01", "Initialize DFU Parameters (0x02) refused: operation failed (0x06)"),
+            (Self.sample("sdk11-nrf51-app-v2.zip"), "E4:AD:F5:28:32:01", "is for device type 0xFFFF; the Adafruit nRF52 bootloader takes device type 0x0052 only"),
             (oversized.path, "E1:5D:11:51:00:01", "Start DFU (0x01) refused: data size exceeds limit (0x04)"),
         ]
         for item in cases {
@@ -145,6 +145,30 @@ final class LegacySimulator {
         // The dual-bank nRF51 took no image data and keeps its application.
         let nrf51 = try simulator.state("E1:5D:11:51:00:01")
         #expect(nrf51.transfer.bytesAccepted == 0 && nrf51.installed.application?.version == 1, "\(nrf51.transfer)")
+        // The single-bank Adafruit board was refused before Start DFU, which would have erased its application.
+        let adafruit = try simulator.state("E4:AD:F5:28:32:01")
+        #expect(adafruit.bank0 == .validApp && adafruit.installed.application?.version == 1, "\(adafruit.bank0)")
+        #expect(adafruit.transfer.state == "idle" && adafruit.counters.packetsReceived == 0, "\(adafruit.transfer)")
+    }
+
+    /// `--family secure|smp` on a Legacy package: that family's plan says "not mine" (incompatible-package, exit 46,
+    /// the code auto-detection gives a Legacy package on a device of another family), one line, nothing sent; a file
+    /// no family reads stays invalid-archive (exit 30).
+    @Test func forcedFamilyMismatchIsExit46() async throws {
+        let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
+        for (family, says) in [("secure", "is a Legacy DFU package (dfu_version 0.5), not a Secure DFU package"), ("smp", "not an SMP package")] {
+            let result = try await CLIRunner.run([
+                "flash", Self.sample("sdk11-nrf51-app-v2.zip"), "--family", family, "--adapter", "virtual:\(simulator.radio)",
+                "--device", "E1:5D:11:51:00:01",
+            ])
+            #expect(result.status == 46, "\(family): \(result.stderr)")
+            #expect(result.errorLines.count == 1 && result.errorLines.first?.contains(says) == true, "\(family): \(result.stderr)")
+        }
+        #expect(try simulator.state("E1:5D:11:51:00:01").counters.packetsReceived == 0)
+        let garbage = simulator.directory.appendingPathComponent("garbage.zip")
+        try Data([0x50, 0x4B, 0x03, 0x04, 0, 0, 0]).write(to: garbage)
+        let result = try await CLIRunner.run(["flash", garbage.path, "--adapter", "virtual:\(simulator.radio)", "--device", "E1:5D:11:51:00:01"])
+        #expect(result.status == 30, "\(result.stderr)")
     }
 
     /// A killed `bledfu flash` (SIGKILL in the middle of the image, once its journal file holds the 8 KiB checkpoint),

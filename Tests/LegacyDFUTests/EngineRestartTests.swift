@@ -81,7 +81,9 @@ import Testing
                 == "Start DFU (0x01) refused: data size exceeds limit (0x04): the application image of 192516 bytes (SoftDevice 0, bootloader 0, application 192516) is larger than the device's bank or bootloader area")
     }
 
-    /// A package for another device type: Adafruit's bootloader refuses Nordic's default device type 0xFFFF.
+    /// A package for another device type: Adafruit's bootloader refuses Nordic's default device type 0xFFFF, at
+    /// Initialize DFU Parameters, after Start erased its single bank. The engine told nothing of the device (no
+    /// ``LegacyDFUConfiguration/requiredDeviceType``) loses the application: what the check before Start prevents.
     @Test func packageForAnotherDeviceType() {
         let adafruit = LegacyFixture.instant(.adafruitNRF52832(address: LegacyFixture.address))
         var loop = LegacyLoop(part: LegacyFixture.application(Self.image), device: LegacyBootloader(profile: adafruit))
@@ -93,6 +95,33 @@ import Testing
         // Single bank: Start erased the application; the device stays in its bootloader (Adafruit_nRF52_Bootloader #399).
         #expect(loop.device.installed.application == nil)
         #expect(loop.device.bootTarget == .bootloader)
+    }
+
+    /// Told the device is Adafruit's (device type 0x0052 required), the engine refuses another device type, or an
+    /// init packet without one, before Start DFU: nothing is written, bank 0 keeps the application. 0x0052 goes on.
+    @Test(arguments: [LegacyInitPacket.Layout.v05, .v07])
+    func requiredDeviceTypeIsCheckedBeforeStart(layout: LegacyInitPacket.Layout) {
+        let adafruit = LegacyFixture.instant(.adafruitNRF52832(address: LegacyFixture.address))
+        var configuration = LegacyDFUConfiguration()
+        configuration.requiredDeviceType = 0x0052
+        for type: UInt16 in [0xFFFF, 0x0051, 0x5200] {
+            var loop = LegacyLoop(
+                part: LegacyFixture.application(Self.image, layout: layout, deviceType: type), device: LegacyBootloader(profile: adafruit),
+                configuration: configuration)
+            loop.device.boot(at: .zero)
+            loop.run()
+            #expect(loop.failure?.code == .incompatible, "\(String(describing: loop.failure))")
+            #expect(loop.failure?.reason.contains("the Adafruit nRF52 bootloader takes device type 0x0052 only") == true)
+            #expect(loop.requests.isEmpty, "\(loop.requests)")
+            #expect(loop.device.installed.application?.version == 1 && loop.device.bank0 == .validApp)
+        }
+        var loop = LegacyLoop(
+            part: LegacyFixture.application(Self.image, layout: .v05, deviceType: 0x0052), device: LegacyBootloader(profile: adafruit),
+            configuration: configuration)
+        loop.device.boot(at: .zero)
+        loop.run()
+        #expect(loop.failure == nil, "\(String(describing: loop.failure))")
+        #expect(loop.device.installed.application?.sha256 == LegacyFixture.sha(Self.image))
     }
 
     /// A Secure package is refused before anything is sent.

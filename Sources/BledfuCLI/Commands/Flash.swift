@@ -22,7 +22,7 @@ struct FlashOptions: ParsableArguments {
         help: ArgumentHelp(
             """
             Pacing, checked by the package's family: Secure DFU prn:N, checksum:N, object, burst:N:Tms, adaptive, ios, \
-            android, nrfutil, seed-pacing, with-response; SMP adaptive, window:N, one-at-a-time, mcumgr-cli, nordic.
+            android, nrfutil, seed-pacing, with-response; SMP adaptive, window:N, one-at-a-time, mcumgr-cli, nordic, nordic:N.
             """,
             valueName: "mode"),
         completion: Completions.mode)
@@ -34,6 +34,11 @@ struct FlashOptions: ParsableArguments {
             "SMP: after the upload test-and-confirm (default: test, reset, check, confirm), confirm-only or upload-only.",
             valueName: "flow"))
     var confirm: String?
+
+    @Flag(
+        name: .long,
+        help: "SMP: send `upgrade` with the first chunk: the device refuses an image not newer than the one it runs (rc 27).")
+    var upgrade = false
 
     @Option(
         name: .long, help: ArgumentHelp("Where journals are kept (default $XDG_STATE_HOME/bledfu).", valueName: "dir"),
@@ -93,7 +98,15 @@ struct FlashOptions: ParsableArguments {
             abortOnCancel: abortOnCancel, bootloaderName: name, scanTimeout: scanTimeout, rebootDelay: rebootDelay,
             reconnectAttempts: reconnectAttempts, target: target, addressType: addressType, security: security,
             adapter: global.adapter, json: global.json, verbose: global.verbose, timeout: global.timeout,
-            capture: global.capture, settings: confirm.map { [SMPFamily.confirmSetting: $0] } ?? [:])
+            capture: global.capture, settings: familySettings)
+    }
+
+    /// `--confirm` and `--upgrade` as the SMP family's settings (`smp.confirm`, `smp.upgrade`).
+    var familySettings: [String: String] {
+        var settings: [String: String] = [:]
+        if let confirm { settings[SMPFamily.confirmSetting] = confirm }
+        if upgrade { settings[SMPFamily.upgradeSetting] = "true" }
+        return settings
     }
 }
 

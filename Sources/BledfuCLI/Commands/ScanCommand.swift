@@ -40,12 +40,12 @@ struct ScanCommand: AsyncParsableCommand {
                     ]
                     if let rssi = advertisement.rssi { event["rssi"] = Int(rssi) }
                     if let name = ad.name { event["name"] = name }
-                    if let family = Self.family(ad.serviceUUIDs) { event["family"] = family }
+                    if let family = Self.family(ad.serviceUUIDs, name: ad.name) { event["family"] = family }
                     Console.json(event)
                 } else {
                     let rssi = advertisement.rssi.map { "\($0) dBm" } ?? "? dBm"
                     let services = ad.serviceUUIDs.map(\.description).joined(separator: ",")
-                    let family = Self.family(ad.serviceUUIDs) ?? "-"
+                    let family = Self.family(ad.serviceUUIDs, name: ad.name) ?? "-"
                     print(
                         "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(family) \(ad.name ?? "(no name)") \(services)")
                 }
@@ -58,12 +58,13 @@ struct ScanCommand: AsyncParsableCommand {
 
     /// The DFU family an advertisement names by its service UUIDs: 8D53DC1D-… MCUmgr SMP (Zephyr's
     /// CONFIG_MCUMGR_TRANSPORT_BT advertises it when the application puts it in its advertising data), FE59 Secure
-    /// DFU, 00001530-… Legacy DFU (a bootloader, or InfiniTime); nil when it lists none (an application usually
-    /// advertises its own services: `bledfu flash` finds the family once connected).
-    static func family(_ services: [BluetoothUUID]) -> String? {
+    /// DFU, Legacy DFU as its family tells (``LegacyAdvertisement``: the 00001530-… service, the bootloaders' names);
+    /// nil when it lists none (an application usually advertises its own services: `bledfu flash` finds the family
+    /// once connected).
+    static func family(_ services: [BluetoothUUID], name: String?) -> String? {
         if services.contains(SMPUUID.service) { return "smp" }
         if services.contains(SecureDFUUUID.service) { return "secure" }
-        if services.contains(LegacyDFUUUID.service) { return "legacy" }
+        if LegacyAdvertisement.isLegacy(services: services, name: name) { return "legacy" }
         return nil
     }
 }

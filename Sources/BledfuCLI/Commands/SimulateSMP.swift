@@ -18,7 +18,7 @@ enum SMPSimulator {
         let persistentSink: (@Sendable (SMPDevicePersistentState) async -> Void)? =
             stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
         let device = VirtualSMPDevice(
-            profile: profile, faults: SMPFaults(plan: faults), clock: ContinuousClock(), restoring: restoring,
+            profile: profile, faults: SMPFaults(plan: faults, crashNewImage: faults.crashNewImage == true), clock: ContinuousClock(), restoring: restoring,
             statusSink: { state in reporter.publish(state) }, persistentSink: persistentSink,
             logger: Logger(label: "bledfu.simulator.\(profile.name)"), sharedAir: sharedAir)
         if stateDirectory != nil { reporter.persist(await device.persistentState()) }

@@ -44,11 +44,18 @@ public struct InfiniTimeDFU: Sendable {
     var timeoutAt: Duration?
     public internal(set) var installed: InstalledImages
     public internal(set) var counters = LegacyDeviceCounters()
+    /// The fault plan's byte-count triggers (`disconnect-after-bytes`, `power-loss-after-bytes`, on accepted image
+    /// bytes); the watch has no bootloader steps to fault, and a Write Command is not lost on a link (no `drop-rate`).
+    var faults: FaultInjector
 
-    public init(profile: LegacyDeviceProfile) {
+    public init(profile: LegacyDeviceProfile, faults: FaultPlan = .none) {
         self.profile = profile
+        self.faults = FaultInjector(plan: faults)
         installed = profile.installed
     }
+
+    /// The faults that fired, for the status snapshot.
+    public var faultLog: [FaultRecord] { faults.log }
 
     var updating: Bool { state != .idle }
 
@@ -180,6 +187,16 @@ public struct InfiniTimeDFU: Sendable {
             }
             packetsReceived += 1
             counters.bytesReceived += UInt64(bytes.count)
+            if let trigger = faults.afterBytes(counters.bytesReceived), trigger.action == .disconnect || trigger.action == .powerLoss {
+                faults.record(trigger.action.rawValue, trigger.label, bytes: counters.bytesReceived, at: now)
+                counters.faultsFired += 1
+                let record = LegacyBootloaderAction.fault(faults.log[faults.log.count - 1])
+                // The packet is lost with the link (disconnect: the service keeps its state; power loss: the watch
+                // resets and the old firmware runs again).
+                if trigger.action == .disconnect { return [record, .disconnect] }
+                reset()
+                return [record, .reboot(into: .application)]
+            }
             let written = append(bytes)
             bytesReceived += bytes.count
             var actions: [LegacyBootloaderAction] = []

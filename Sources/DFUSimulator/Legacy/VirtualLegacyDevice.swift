@@ -47,7 +47,7 @@ public actor VirtualLegacyDevice {
         if let restoring { bootloader.restore(restoring) }
         self.bootloader = bootloader
         application = LegacyApplicationDFU(kind: profile.kind)
-        watch = profile.kind == .infinitime ? InfiniTimeDFU(profile: profile) : nil
+        watch = profile.kind == .infinitime ? InfiniTimeDFU(profile: profile, faults: faults) : nil
         if let restoring, profile.kind == .infinitime { watch?.installed = restoring.installed }
         let start = clock.now
         now = { start.duration(to: clock.now) }
@@ -113,7 +113,8 @@ public actor VirtualLegacyDevice {
             addressType: profile.addressType, name: currentName, directedAdvertising: directedAdvertising,
             installed: installed, bank0: bootloader.bank0, softdeviceFWID: bootloader.softDeviceFWID,
             transfer: watch?.transferSnapshot ?? bootloader.transferSnapshot,
-            counters: watch?.counters ?? bootloader.counters, faults: bootloader.faultLog, connected: connected)
+            counters: watch?.counters ?? bootloader.counters, faults: watch?.faultLog ?? bootloader.faultLog,
+            connected: connected)
     }
 
     /// What survives a power cycle.

@@ -71,6 +71,10 @@ public struct MCUbootOptions: Codable, Sendable, Hashable {
     public var bootMs: Double
     /// The application confirms itself at start-up (`boot_write_img_confirmed()`), as many NCS apps do.
     public var selfConfirm: Bool
+    /// What bootloader information answers for the query "mode" (Zephyr `bootutil` BOOT_MODE: 0 single application,
+    /// 1 swap using scratch, 2 overwrite only, 3 swap without scratch, 4 DirectXIP, 5 DirectXIP with revert, 6 RAM
+    /// load). The model swaps (3, the default: NCS's swap using move); the value is what the device reports.
+    public var mode: Int
 
     enum CodingKeys: String, CodingKey {
         case slotSize = "slot_size"
@@ -82,12 +86,13 @@ public struct MCUbootOptions: Codable, Sendable, Hashable {
         case publicKeys = "public_keys"
         case bootMs = "boot_ms"
         case selfConfirm = "self_confirm"
+        case mode = "bootloader_mode"
     }
 
     public init(
         slotSize: Int = 0x76000, pageSize: Int = 4096, pageEraseMicros: Double = 85_000, wordWriteMicros: Double = 41,
         downgradePrevention: Bool = false, compareBuildNumber: Bool = false, publicKeys: [String] = [],
-        bootMs: Double = 300, selfConfirm: Bool = false
+        bootMs: Double = 300, selfConfirm: Bool = false, mode: Int = 3
     ) {
         self.slotSize = slotSize
         self.pageSize = pageSize
@@ -98,6 +103,22 @@ public struct MCUbootOptions: Codable, Sendable, Hashable {
         self.publicKeys = publicKeys
         self.bootMs = bootMs
         self.selfConfirm = selfConfirm
+        self.mode = mode
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        slotSize = try c.decode(Int.self, forKey: .slotSize)
+        pageSize = try c.decode(Int.self, forKey: .pageSize)
+        pageEraseMicros = try c.decode(Double.self, forKey: .pageEraseMicros)
+        wordWriteMicros = try c.decode(Double.self, forKey: .wordWriteMicros)
+        downgradePrevention = try c.decode(Bool.self, forKey: .downgradePrevention)
+        compareBuildNumber = try c.decode(Bool.self, forKey: .compareBuildNumber)
+        publicKeys = try c.decode([String].self, forKey: .publicKeys)
+        bootMs = try c.decode(Double.self, forKey: .bootMs)
+        selfConfirm = try c.decode(Bool.self, forKey: .selfConfirm)
+        // Profiles written before the field: the model's swap without scratch.
+        mode = try c.decodeIfPresent(Int.self, forKey: .mode) ?? 3
     }
 
     /// Time to erase `bytes` (whole pages), microseconds.

@@ -66,7 +66,7 @@ struct SMPServerLogic: Sendable {
             case (.os, SMPCommand.OS.bootloaderInfo, .read) where profile.smp.bootloaderInfo:
                 switch body["query"]?.textValue {
                 case nil: answer = .textMap(["bootloader": .text("MCUboot")])
-                case "mode": answer = .textMap(["mode": .int(3)])  // swap without scratch (move)
+                case "mode": answer = .textMap(["mode": .int(profile.mcuboot.mode)])
                 default: throw Failure.generic(.invalidValue)
                 }
             case (.image, SMPCommand.Image.state, .read):
@@ -141,7 +141,7 @@ struct SMPServerLogic: Sendable {
         guard let offset = body["off"]?.intValue, offset >= 0 else { throw .image(.invalidOffset) }
         let data = body["data"]?.bytesValue ?? []
         if offset == 0 {
-            try startUpload(body, data: data, reply: &reply)
+            if let present = try startUpload(body, data: data, reply: &reply) { return present }
         } else {
             // Continuation: another offset than expected is not an error; the answer names the expected one (and
             // with no upload in progress the expected offset is 0).
@@ -178,14 +178,17 @@ struct SMPServerLogic: Sendable {
         return .map(answer)
     }
 
-    /// The first chunk: the checks of `img_mgmt_upload_inspect` in its order, then resume or erase.
-    mutating func startUpload(_ body: CBOR, data: [UInt8], reply: inout SMPServerReply) throws(Failure) {
+    /// The first chunk: the checks of `img_mgmt_upload_inspect` in its order, then resume or erase. Returns the
+    /// answer when the slot already holds exactly this file (`img_mgmt_upload` with IMG_ENABLE_IMAGE_CHECK:
+    /// `off` = `len`, `match: true` at once, nothing erased or written; smp-mcuboot.md §4.3).
+    mutating func startUpload(_ body: CBOR, data: [UInt8], reply: inout SMPServerReply) throws(Failure) -> CBOR? {
         guard data.count >= 32 else { throw .image(.invalidImageHeader) }
         guard let length = body["len"]?.intValue, length > 0 else { throw .image(.invalidLength) }
         guard data.prefix(4).elementsEqual([0x3D, 0xB8, 0xF3, 0x96]) else { throw .image(.invalidImageHeaderMagic) }
         let sha = body["sha"]?.bytesValue ?? []
         guard sha.count <= 32 else { throw .image(.invalidHash) }
-        if !sha.isEmpty, let state = upload, state.sha == sha { return }  // resume: same sha
+        // Resume: the same `sha` and `len` as the upload in progress (§4.2).
+        if !sha.isEmpty, let state = upload, state.sha == sha, state.length == length { return nil }
         let image = body["image"]?.intValue ?? 0
         guard pairs.indices.contains(image) else { throw .image(.invalidSlot) }
         // img_mgmt_get_unused_slot_area_id: the secondary holds the image needed for a revert.
@@ -197,12 +200,19 @@ struct SMPServerLogic: Sendable {
         {
             throw .image(.currentVersionIsNewer)
         }
+        if profile.smp.imageCheck, sha.count == 32, let held = pairs[image].secondary.bytes, held.count >= length,
+            Array(SHA256.hash(data: held.prefix(length))) == sha
+        {
+            upload = nil
+            return .map([CBOR.Pair(.text("off"), .int(length)), CBOR.Pair(.text("match"), .bool(true))])
+        }
         if !profile.smp.eraseProgressively {
             // img_mgmt_erase_image_data: the image length rounded to pages plus the trailer's page.
             reply.flashMicros += profile.mcuboot.eraseMicros(bytes: length) + profile.mcuboot.pageEraseMicros
         }
         pairs[image].secondary = MCUbootSlot(bytes: [])
         upload = SMPUploadState(image: image, offset: 0, length: length, sha: sha)
+        return nil
     }
 
     /// `img_mgmt_erase`: the other slot by default; a slot in use is refused; any upload is reset.

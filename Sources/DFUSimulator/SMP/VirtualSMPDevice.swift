@@ -211,6 +211,9 @@ public actor VirtualSMPDevice {
         if worker == nil { worker = Task { await self.work() } }
     }
 
+    /// Drops a request whose fragments have not all arrived (the CCCD was turned off).
+    func dropReassembly() { reassembly = [] }
+
     /// The "mcumgr smp" work queue: one request at a time.
     func work() async {
         while !queue.isEmpty {
@@ -378,5 +381,11 @@ final class SMPDeviceDelegate: GATTServerDelegate {
         guard attribute.handle == characteristic else { return nil }
         await device.written(value, server: server)
         return nil
+    }
+
+    /// `smp_bt_ccc_changed`: notifications turned off drop a request half reassembled (`smp_reassembly_drop`).
+    func clientConfigurationChanged(valueHandle: UInt16, configuration: GATTClientConfiguration, server: GATTServer) async {
+        guard valueHandle == characteristic, !configuration.contains(.notification) else { return }
+        await device.dropReassembly()
     }
 }
