@@ -5,6 +5,7 @@ extension BledfuCommand {
     static let subcommandTypes: [any ParsableCommand.Type] = [
         ScanCommand.self,
         GattCommand.self,
+        DeviceCommand.self,
         PackageCommand.self,
         SimulateCommand.self,
         FlashCommand.self,

@@ -1,0 +1,72 @@
+import BLECore
+import DFUCore
+import DFUPackage
+import GATT
+
+/// The checks before the jump, and the way back out of the bootloader (legacy-dfu.md §5.4, §7.4).
+///
+/// A Legacy bootloader checks the init packet at Initialize DFU Parameters: the device type and revision against
+/// its UICR (Adafruit: device type 0x0052 only), the SoftDevice list against the installed FWID, a signature on the
+/// signing template; it never checks `app_version`. None of these is something an SDK 11 application tells (its
+/// Device Information has a manufacturer, a model and a firmware revision at most), so before the jump the family
+/// names them as not checked. After a refusal, Reset (`06`) makes the bootloader leave: with the old application
+/// still valid (dual bank, or nothing erased yet) the device boots it (`main.c`).
+extension LegacyDFUFamily {
+    public func assess(
+        _ plan: FamilyPlan<LegacyPart>?, device: DeviceInformation, mode: DetectedMode, on link: DFULink,
+        context: UpdateContext
+    ) async throws(DFUError) -> PackageAssessment {
+        guard mode != .updater, let plan else { return PackageAssessment() }
+        var result = PackageAssessment()
+        for part in plan.parts {
+            guard let packet = try? LegacyInitPacket(decoding: part.initPacket) else { continue }
+            if let type = packet.deviceType, type != 0xFFFF {
+                let revision = packet.deviceRevision.map { String(format4: $0) } ?? "any"
+                result.notChecked.append(
+                    "\(part.name): device type \(String(format4: type)), revision \(revision): the application does not tell them")
+            }
+            let required = packet.softdeviceReq.filter { $0 != 0xFFFE }
+            if !required.isEmpty {
+                let listed = required.map { String(format4: $0) }.joined(separator: ", ")
+                result.notChecked.append("\(part.name): the SoftDevice (\(listed)): the application does not tell its FWID")
+            }
+            if packet.signature != nil {
+                result.notChecked.append("\(part.name): the signing key: the device does not tell which key its bootloader trusts")
+            }
+            if let version = packet.applicationVersion, part.imageType == .application {
+                let running = device.firmwareRevision.map { "\($0) → " } ?? ""
+                result.effect = "\(part.name) \(running)\(version)"
+            }
+        }
+        return result
+    }
+
+    /// Reset (`06`): "disconnect, DFU_RESET → leave bootloader" (legacy-dfu.md §3, §7.4).
+    public func leaveUpdater(on link: DFULink, context: UpdateContext) async -> UpdaterExit {
+        let transport: GATTLegacyTransport
+        do {
+            transport = try await GATTLegacyTransport.open(client: link.gatt)
+        } catch {
+            return .unsupported("the bootloader's Control Point could not be opened: \(error.reason)")
+        }
+        guard transport.packet != nil else {
+            return .unsupported("the device is not in its Legacy DFU bootloader")
+        }
+        do {
+            try await transport.writeControlPoint(LegacyRequest.reset.encoded)
+        } catch where error.code == .disconnected {
+            // The bootloader resets at once; the write's response may never come.
+        } catch {
+            return .unsupported("the bootloader refused Reset: \(error.reason)")
+        }
+        return .requested
+    }
+}
+
+extension String {
+    /// "0x0052".
+    init(format4 value: UInt16) {
+        let hex = String(value, radix: 16, uppercase: true)
+        self = "0x" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+@testable import BledfuCLI
+
+/// Issue 19 points 3 and 7 through the binary against a `bledfu simulate` bracelet: a package for another hardware
+/// version is refused before the jump (exit 48, one line, the device still in its application); `device info` and
+/// `device reset`; a capture of a flash with a jump has both links with their connections and disconnections, and
+/// tshark and `btmon -r` (BlueZ 5.66) read it.
+@Suite(.serialized, .timeLimit(.minutes(10))) struct NeverStrandCLITests {
+    static func sample(_ name: String) -> String {
+        CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/\(name)").path
+    }
+
+    @Test func anotherHardwareVersionIsRefusedBeforeTheJump() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try FlashSimulator(directory: directory)
+        defer { simulator.stop() }
+        let result = try await CLIRunner.run([
+            "flash", Self.sample("sensor-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
+            FlashFixture.device, "--state-dir", directory.appendingPathComponent("state").path,
+        ])
+        #expect(result.status == 48, "\(result.stderr)")
+        #expect(
+            result.errorLines.last
+                == "bledfu: error: the device would refuse sensor-app-v2.zip: application is for hardware version 52840,"
+                + " the device is hardware revision 52 (\"52\"); nothing was sent, the device still runs its application",
+            "\(result.stderr)")
+        let status = simulator.status()
+        #expect(status?["mode"] as? String == "app")
+        // Nothing reached the bootloader: no control point write, no init command stored.
+        #expect(((status?["counters"] as? [String: Any])?["control_point_writes"] as? Int) == 0, "\(String(describing: status))")
+
+        // `device info` with the same package says so and ends with the same exit code; with the right one it says
+        // what the update would do.
+        let info = try await CLIRunner.run([
+            "device", "info", FlashFixture.device, "--adapter", "virtual:\(simulator.radio)", "--package",
+            Self.sample("sensor-app-v2.zip"),
+        ])
+        #expect(info.status == 48, "\(info.stderr)")
+        #expect(info.stdout.contains("refused: application is for hardware version 52840"), "\(info.stdout)")
+        let good = try await CLIRunner.run([
+            "device", "info", FlashFixture.device, "--adapter", "virtual:\(simulator.radio)", "--package",
+            Self.sample("bracelet-app-v2.zip"),
+        ])
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(good.lines.first == "\(FlashFixture.device): Secure DFU; the device runs its application (it can jump into its bootloader)", "\(good.stdout)")
+        #expect(good.stdout.contains("nRF52832 (hardware 52, firmware 1), bledfu virtual device"), "\(good.stdout)")
+        #expect(good.stdout.contains("with bracelet-app-v2.zip: application 1 → 2"), "\(good.stdout)")
+        #expect(good.stdout.contains("not checked: application: the SoftDevice (sd_req 0xB7)"), "\(good.stdout)")
+    }
+
+    /// A flash cut off in the bootloader (no reconnects) leaves the device there; `device reset` with the
+    /// application's address finds it at address + 1, sends Abort and finds it back in its application.
+    @Test func deviceResetBringsALeftDeviceBack() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "disconnect-after-bytes=8000"])
+        defer { simulator.stop() }
+        let flash = try await CLIRunner.run([
+            "flash", Self.sample("bracelet-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
+            FlashFixture.device, "--state-dir", directory.appendingPathComponent("state").path, "--reconnect-attempts", "0",
+        ])
+        #expect(flash.status == 43, "\(flash.stderr)")
+        #expect(simulator.status()?["mode"] as? String == "bootloader")
+        let info = try await CLIRunner.run(["device", "info", FlashFixture.device, "--adapter", "virtual:\(simulator.radio)"])
+        #expect(info.status == 0, "\(info.stderr)")
+        #expect(info.lines.first == "C6:05:04:03:02:02: Secure DFU; the device waits in its bootloader", "\(info.stdout)")
+        let reset = try await CLIRunner.run(["device", "reset", FlashFixture.device, "--adapter", "virtual:\(simulator.radio)"])
+        #expect(reset.status == 0, "\(reset.stderr)")
+        #expect(reset.lines == ["the device is back in its application (\(FlashFixture.device))"], "\(reset.stdout)")
+        #expect(simulator.status()?["mode"] as? String == "app")
+    }
+
+    static let tshark = "/usr/bin/tshark"
+    static let btmon = "/usr/bin/btmon"
+
+    /// A capture of a flash with a jump: the application's link and the bootloader's, each with its LE Connection
+    /// Complete (peer address, its own handle) and Disconnection Complete; tshark decodes every record (no malformed
+    /// packet) and `btmon -r` reads the file to its end.
+    @Test(
+        .enabled(
+            if: (FileManager.default.isExecutableFile(atPath: Self.tshark) && FileManager.default.isExecutableFile(atPath: Self.btmon))
+                || ProcessInfo.processInfo.environment["CI"] == "true",
+            "tshark or btmon is not installed (tools/setup)"))
+    func captureOfAJumpReadsInTsharkAndBtmon() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try FlashSimulator(directory: directory)
+        defer { simulator.stop() }
+        let capture = directory.appendingPathComponent("flash.btsnoop").path
+        let result = try await CLIRunner.run([
+            "flash", Self.sample("bracelet-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
+            FlashFixture.device, "--state-dir", directory.appendingPathComponent("state").path, "--capture", capture,
+        ], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+
+        let events = try CLIRunner.runTool(
+            Self.tshark,
+            ["-r", capture, "-Y", "bthci_evt", "-T", "fields", "-e", "bthci_evt.code", "-e", "bthci_evt.connection_handle",
+             "-e", "bthci_evt.bd_addr"])
+        let rows = events.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        let connections = rows.filter { $0.first == "0x3e" }
+        let disconnections = rows.filter { $0.first == "0x05" }
+        #expect(connections.count >= 2 && disconnections.count == connections.count, "\(rows)")
+        let addresses = connections.compactMap { $0.count > 2 ? $0[2].uppercased() : nil }
+        #expect(addresses.contains("C6:05:04:03:02:01") && addresses.contains("C6:05:04:03:02:02"), "\(addresses)")
+        let handles = Set(connections.compactMap { $0.count > 1 ? $0[1] : nil })
+        #expect(handles.count >= 2, "\(connections)")
+        // Every ACL record on a handle of a link the capture opened; nothing malformed.
+        let acl = try CLIRunner.runTool(Self.tshark, ["-r", capture, "-Y", "bthci_acl", "-T", "fields", "-e", "bthci_acl.chandle"])
+        let aclHandles = Set(acl.split(separator: "\n").map(String.init))
+        #expect(!aclHandles.isEmpty && aclHandles.isSubset(of: handles), "\(aclHandles) vs \(handles)")
+        let malformed = try CLIRunner.runTool(Self.tshark, ["-r", capture, "-Y", "_ws.malformed || _ws.expert.severity == error"])
+        #expect(malformed.isEmpty, "\(malformed)")
+
+        let btmon = Process()
+        btmon.executableURL = URL(fileURLWithPath: Self.btmon)
+        btmon.arguments = ["-r", capture]
+        let output = directory.appendingPathComponent("btmon.txt")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        btmon.standardOutput = try FileHandle(forWritingTo: output)
+        btmon.standardError = FileHandle.nullDevice
+        try btmon.run()
+        btmon.waitUntilExit()
+        let decoded = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        #expect(btmon.terminationReason == .exit && btmon.terminationStatus == 0, "btmon ended with \(btmon.terminationStatus)")
+        #expect(decoded.components(separatedBy: "LE Connection Complete").count - 1 == connections.count, "\(decoded.prefix(2000))")
+        #expect(decoded.contains("Peer address: C6:05:04:03:02:02"))
+        #expect(decoded.components(separatedBy: "Disconnect Complete").count - 1 == disconnections.count)
+        #expect(decoded.contains("ATT: Write Command (0x52)"))
+    }
+}
