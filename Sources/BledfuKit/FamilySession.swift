@@ -89,7 +89,8 @@ final class TypedFamilySession<F: DFUFamily>: FamilySession {
     func assess(device: DeviceInformation, mode: DetectedMode, on link: DFULink, context: UpdateContext, withPlan: Bool)
         async throws(DFUError) -> PackageAssessment
     {
-        let plan = withPlan ? try? self.plan.get() : nil
+        var plan: FamilyPlan<F.Part>?
+        if withPlan, case .success(let planned) = self.plan { plan = planned }
         do {
             return try await family.assess(plan, device: device, mode: mode, on: link, context: context)
         } catch {

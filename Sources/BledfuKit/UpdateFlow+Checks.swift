@@ -46,7 +46,8 @@ extension UpdateFlow {
             result.message += "; the device still runs its application"
             result.location = application
         case .unsupported(let why):
-            result.message += "; \(Self.waiting(at: link.peer.address)) (\(why))"
+            // No way out the host can ask for: the bootloader leaves on its inactivity timeout or a power cycle.
+            result.message += "; the device waits in its bootloader at \(link.peer.address) (\(why))"
             result.location = updater
         case .requested:
             switch await lookAfterLeaving(updater: updater, application: application, session: session) {

@@ -10,7 +10,7 @@ extension UpdateFlow {
     func inspect(_ inspection: InspectionRequest) async throws(DFUError)
         -> (DeviceInspection, DFULink, (any FamilySession)?)
     {
-        let sessions = inspection.package == nil ? try candidateSessions() : try planAll()
+        let sessions = try inspection.package == nil ? candidateSessions() : planAll()
         let peer = try await resolveTarget()
         let link = try await openForInspection(peer, sessions: sessions, applicationOnly: inspection.applicationOnly)
         do {
@@ -27,7 +27,10 @@ extension UpdateFlow {
                     mode = .applicationWithoutEntry
                     result.note = reason
                 }
-                (result.family, result.familyName, result.mode, found) = (session.id, session.displayName, mode, session)
+                result.family = session.id
+                result.familyName = session.displayName
+                result.mode = mode
+                found = session
                 break
             }
             result.information = try await DeviceInformation.read(services, on: link)

@@ -34,8 +34,9 @@ public struct DeviceInformation: Sendable, Hashable, Codable {
     public static let deviceInformationService = BluetoothUUID(0x180A)
     public static let genericAccessService = BluetoothUUID(0x1800)
 
-    /// Reads what the device publishes. A characteristic that cannot be read (an ATT error) is left out; a lost
-    /// link throws ``DFUError/Code/connection``.
+    /// Reads what the device publishes. A characteristic that cannot be read (an ATT error, no answer in time) is
+    /// left out, and so is the rest of its service after a timeout; only a lost link throws
+    /// ``DFUError/Code/connection``. What a device does not tell is never a reason to stop an update.
     public static func read(_ services: [GATTService], on link: DFULink) async throws(DFUError) -> DeviceInformation {
         var information = DeviceInformation()
         do {
@@ -52,8 +53,10 @@ public struct DeviceInformation: Sendable, Hashable, Codable {
                 information.firmwareRevision = values[BluetoothUUID(0x2A26)]
                 information.softwareRevision = values[BluetoothUUID(0x2A28)]
             }
+        } catch where [.disconnected, .closed].contains(error.code) {
+            throw DFUError(.connection, "the device disconnected while reading its Device Information: \(error)", cause: error)
         } catch {
-            throw DFUError(.connection, "reading the Device Information: \(error)", cause: error)
+            // A device that does not answer (or refuses discovery) tells nothing more.
         }
         return information
     }

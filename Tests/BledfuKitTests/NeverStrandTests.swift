@@ -1,6 +1,5 @@
 import BLECore
 import BledfuTestSupport
-import Crypto
 import DFUCore
 import DFUPackage
 @testable import DFUSimulator
@@ -26,7 +25,7 @@ import Testing
         return VirtualDevice(profile: profile, clock: ContinuousClock())
     }
 
-    static func securePackage(hw: UInt32 = 52, version: UInt32 = 2, key: P256.Signing.PrivateKey? = nil) throws
+    static func securePackage(hw: UInt32 = 52, version: UInt32 = 2, keyPEM: String? = nil) throws
         -> PackageSource
     {
         var builder = PackageBuilder()
@@ -34,7 +33,7 @@ import Testing
         builder.applicationVersion = version
         builder.hwVersion = hw
         builder.sdReq = [0xB7]
-        builder.signingKey = key
+        builder.signingKey = try keyPEM.map { try PackageKeys.privateKey(pem: $0) }
         let bytes = try builder.archive()
         return PackageSource(fileName: "app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
     }
@@ -105,10 +104,10 @@ import Testing
     /// Signed with another key: nothing in application mode tells the key, so the device jumps; its bootloader
     /// refuses the init packet; the updater sends Abort and finds the device back in its application.
     @Test func anotherSigningKeyEndsWithTheDeviceBackInItsApplication() async throws {
-        let trusted = P256.Signing.PrivateKey()
-        let device = Self.secureDevice(keys: [trusted.publicKey.pemRepresentation])
+        // A device entry may be a private key PEM: its public half is the trusted key.
+        let device = Self.secureDevice(keys: [PackageKeys.generatePrivateKeyPEM()])
         let updater = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock())
-        let package = try Self.securePackage(key: P256.Signing.PrivateKey())
+        let package = try Self.securePackage(keyPEM: PackageKeys.generatePrivateKeyPEM())
         let (error, events) = try await Self.failing(updater, KitFixture.request(package))
         #expect(Self.jumped(events))
         #expect(error.code == .remoteRefusal, "\(error)")
@@ -177,7 +176,7 @@ import Testing
         builder.application = PackageBuilder.Image(stem: "app", bytes: LegacyKitFixture.image)
         builder.applicationVersion = 2
         builder.legacy = LegacyOptions()
-        builder.signingKey = P256.Signing.PrivateKey()
+        builder.signingKey = try PackageKeys.privateKey(pem: PackageKeys.generatePrivateKeyPEM())
         let bytes = try builder.archive()
         let signed = PackageSource(fileName: "signed.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
         let template = VirtualLegacyDevice(

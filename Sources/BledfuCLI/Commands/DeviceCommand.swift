@@ -36,7 +36,7 @@ struct DeviceTargetOptions: ParsableArguments {
     }
 
     /// The library's request (no package).
-    func request(_ global: GlobalOptions) throws(CLIError) -> InspectionRequest {
+    func request(_ global: GlobalOptions) throws -> InspectionRequest {
         let address = try parseAddress(address)
         return InspectionRequest(
             target: .address(PeerAddress(address, type: addressType)), family: family == "auto" ? nil : DFUFamilyID(family),

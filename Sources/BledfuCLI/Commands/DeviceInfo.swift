@@ -36,9 +36,10 @@ struct DeviceInfo: AsyncParsableCommand {
             request.package = update.package
             request.options = update.options
         }
+        let updater = try target.updater(options)
         let inspection: DeviceInspection
         do {
-            inspection = try await target.updater(options).inspect(request)
+            inspection = try await updater.inspect(request)
         } catch {
             throw deviceFailure(error)
         }

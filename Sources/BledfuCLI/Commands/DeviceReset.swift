@@ -23,9 +23,10 @@ struct DeviceReset: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
+        let (updater, request) = (try target.updater(options), try target.request(options))
         let report: UpdaterExitReport
         do {
-            report = try await target.updater(options).leaveUpdater(try target.request(options))
+            report = try await updater.leaveUpdater(request)
         } catch {
             throw deviceFailure(error)
         }
