@@ -21,13 +21,13 @@ extension LegacyDFUFamily {
         for part in plan.parts {
             guard let packet = try? LegacyInitPacket(decoding: part.initPacket) else { continue }
             if let type = packet.deviceType, type != 0xFFFF {
-                let revision = packet.deviceRevision.map { String(format4: $0) } ?? "any"
+                let revision = packet.deviceRevision.map { "0x" + hex4($0) } ?? "any"
                 result.notChecked.append(
-                    "\(part.name): device type \(String(format4: type)), revision \(revision): the application does not tell them")
+                    "\(part.name): device type 0x\(hex4(type)), revision \(revision): the application does not tell them")
             }
             let required = packet.softdeviceReq.filter { $0 != 0xFFFE }
             if !required.isEmpty {
-                let listed = required.map { String(format4: $0) }.joined(separator: ", ")
+                let listed = required.map { "0x" + hex4($0) }.joined(separator: ", ")
                 result.notChecked.append("\(part.name): the SoftDevice (\(listed)): the application does not tell its FWID")
             }
             if packet.signature != nil {
@@ -60,13 +60,5 @@ extension LegacyDFUFamily {
             return .unsupported("the bootloader refused Reset: \(error.reason)")
         }
         return .requested
-    }
-}
-
-extension String {
-    /// "0x0052".
-    init(format4 value: UInt16) {
-        let hex = String(value, radix: 16, uppercase: true)
-        self = "0x" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
 }
