@@ -55,7 +55,11 @@ extension UpdateFlow {
                 result.message += "; the device is back in its application"
                 result.location = DeviceLocation(peer)
             case .updater(let peer):
-                result.message += "; " + Self.waiting(at: peer.address)
+                // Asked to leave, it came back in its bootloader: its application is not valid (a single-bank
+                // device erased it at Start; a SoftDevice update invalidated it).
+                result.message +=
+                    "; the device stays in its bootloader at \(peer.address): it has no valid application to return to"
+                    + " (flash a complete package)"
                 result.location = DeviceLocation(peer)
             case .missing(let why):
                 result.message += "; the device was asked to leave its bootloader but " + why
@@ -83,11 +87,20 @@ extension UpdateFlow {
     func lookAfterLeaving(updater: DeviceLocation, application: DeviceLocation, session: any FamilySession) async
         -> AfterLeaving
     {
-        do {
+        // The application, the updater where it was, and where the updater comes back after a reset (Nordic
+        // bootloaders without peer data: address + 1).
+        var location = application.merged(with: updater)
+        if let address = application.addresses.first,
+            let reset = session.updaterLocation(
+                forApplicationAt: PeerAddress(address, type: application.addressType), options: request.options)
+        {
+            location = location.merged(with: reset)
+        }
+        do throws(DFUError) {
             try await pause(request.options.rebootDelay)
-            let (link, peer) = try await findAndConnect(application.merged(with: updater), notFound: .notFound)
+            let (link, peer) = try await findAndConnect(location, notFound: .notFound)
             let probe: FamilyProbe
-            do {
+            do throws(DFUError) {
                 probe = try await session.probe(try await Self.services(on: link), on: link, context: context)
             } catch {
                 await link.close()

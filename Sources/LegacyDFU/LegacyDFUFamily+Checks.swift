@@ -7,9 +7,10 @@ import GATT
 ///
 /// A Legacy bootloader checks the init packet at Initialize DFU Parameters: the device type and revision against
 /// its UICR (Adafruit: device type 0x0052 only), the SoftDevice list against the installed FWID, a signature on the
-/// signing template; it never checks `app_version`. None of these is something an SDK 11 application tells (its
-/// Device Information has a manufacturer, a model and a firmware revision at most), so before the jump the family
-/// names them as not checked. After a refusal, Reset (`06`) makes the bootloader leave: with the old application
+/// signing template; it never checks `app_version`. An SDK 11 application tells none of these (its Device
+/// Information has a manufacturer, a model and a firmware revision at most), so before the jump the family names
+/// them as not checked; an application whose manufacturer is Adafruit runs over Adafruit's bootloader, whose device
+/// type rule is fixed (0x0052), so that one is checked. After a refusal, Reset (`06`) makes the bootloader leave: with the old application
 /// still valid (dual bank, or nothing erased yet) the device boots it (`main.c`).
 extension LegacyDFUFamily {
     public func assess(
@@ -20,7 +21,17 @@ extension LegacyDFUFamily {
         var result = PackageAssessment()
         for part in plan.parts {
             guard let packet = try? LegacyInitPacket(decoding: part.initPacket) else { continue }
-            if let type = packet.deviceType, type != 0xFFFF {
+            if Self.isAdafruit(device), let type = packet.deviceType {
+                // Adafruit_nRF52_Bootloader `dfu_init.c`: device type 0x0052 or NRF_ERROR_FORBIDDEN (`10 02 06`); a
+                // single-bank Adafruit device has erased its application at Start by then.
+                if type == 0x0052 {
+                    result.checked.append("\(part.name): device type 0x0052 (an Adafruit bootloader takes no other)")
+                } else {
+                    result.refusals.append(
+                        "\(part.name) is for device type 0x\(hex4(type)); the device's Adafruit bootloader (manufacturer"
+                            + " \"\(device.manufacturer ?? "")\") takes device type 0x0052 only")
+                }
+            } else if let type = packet.deviceType, type != 0xFFFF {
                 let revision = packet.deviceRevision.map { "0x" + hex4($0) } ?? "any"
                 result.notChecked.append(
                     "\(part.name): device type 0x\(hex4(type)), revision \(revision): the application does not tell them")
@@ -39,6 +50,12 @@ extension LegacyDFUFamily {
             }
         }
         return result
+    }
+
+    /// The application says it is Adafruit's (Bluefruit's Device Information: manufacturer "Adafruit Industries"):
+    /// its bootloader is Adafruit_nRF52_Bootloader.
+    static func isAdafruit(_ device: DeviceInformation) -> Bool {
+        device.manufacturer?.lowercased().hasPrefix("adafruit") == true
     }
 
     /// Reset (`06`): "disconnect, DFU_RESET → leave bootloader" (legacy-dfu.md §3, §7.4).

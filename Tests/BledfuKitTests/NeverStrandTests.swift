@@ -52,8 +52,9 @@ import Testing
         throw CancellationError()
     }
 
+    /// The updater went for the jump (the checks before it passed).
     static func jumped(_ events: [UpdateEvent]) -> Bool {
-        events.contains { if case .jumping = $0 { true } else { false } }
+        events.contains { if case .applicationMode = $0 { true } else { false } }
     }
 
     /// Another hardware version: refused before the jump from the Hardware Revision.
@@ -157,21 +158,43 @@ import Testing
         #expect(again.message.contains("nothing to do"))
     }
 
-    /// Legacy: an init packet for another device type on the Adafruit bootloader (0x0052 only) and a package signed
-    /// with another key on the SDK 11 signing template: the device type and the key are not told in application
-    /// mode, so the device jumps, refuses `10 02 06`, gets Reset (`06`) and is back in its application.
-    @Test func legacyRefusalsEndWithTheDeviceBackInItsApplication() async throws {
+    /// Legacy, another device type: an Adafruit application (manufacturer "Adafruit Industries") runs over
+    /// Adafruit's bootloader, which takes device type 0x0052 only: refused before the jump (its single bank would have
+    /// erased the application at Start). An SDK 11 device keeps its device type in UICR, which the application does not
+    /// tell: the device jumps, refuses `10 02 06`, gets Reset (`06`) and, dual bank, is back in its application.
+    @Test func legacyAnotherDeviceType() async throws {
         let adafruit = VirtualLegacyDevice(profile: LegacyKitFixture.profile(LegacyDeviceProfile.adafruitNRF52832), clock: ContinuousClock())
         let (error, events) = try await Self.failing(
             Updater(adapter: VirtualDeviceAdapter(devices: [adafruit]), clock: ContinuousClock()),
             LegacyKitFixture.request(try LegacyKitFixture.package(deviceType: 0xFFFF)))
-        #expect(error.code == .incompatiblePackage)
-        #expect(error.message.contains("refused: operation failed (0x06)"), "\(error.message)")
-        #expect(error.message.hasSuffix("; the device is back in its application"), "\(error.message)")
-        #expect(Self.jumped(events))
+        #expect(error.code == .deviceMismatch)
+        #expect(
+            error.message
+                == "the device would refuse legacy-app.zip: application is for device type 0xFFFF; the device's Adafruit"
+                + " bootloader (manufacturer \"Adafruit Industries\") takes device type 0x0052 only; nothing was sent, the"
+                + " device still runs its application", "\(error.message)")
+        #expect(!Self.jumped(events))
         let state = await adafruit.state()
         #expect(state.mode == .application && state.installed.application?.version == 1)
 
+        var profile = LegacyKitFixture.profile()
+        profile.deviceType = 0x0001
+        let sdk11 = VirtualLegacyDevice(profile: profile, clock: ContinuousClock())
+        let (refused, said) = try await Self.failing(
+            Updater(adapter: VirtualDeviceAdapter(devices: [sdk11]), clock: ContinuousClock()),
+            LegacyKitFixture.request(try LegacyKitFixture.package(deviceType: 0x0002)))
+        #expect(Self.jumped(said))
+        #expect(refused.code == .incompatiblePackage)
+        #expect(refused.message.contains("refused: operation failed (0x06)"), "\(refused.message)")
+        #expect(refused.message.hasSuffix("; the device is back in its application"), "\(refused.message)")
+        #expect(!refused.message.contains("\n"))
+        let back = await sdk11.state()
+        #expect(back.mode == .application && back.installed.application?.version == 1)
+    }
+
+    /// Legacy, the SDK 11 signing template with another key: the key is not told, the device jumps, refuses the
+    /// init packet, gets Reset and is back in its application.
+    @Test func legacySigningTemplateWithAnotherKey() async throws {
         var builder = PackageBuilder()
         builder.application = PackageBuilder.Image(stem: "app", bytes: LegacyKitFixture.image)
         builder.applicationVersion = 2
@@ -185,6 +208,7 @@ import Testing
         let (refused, said) = try await Self.failing(
             Updater(adapter: VirtualDeviceAdapter(devices: [template]), clock: ContinuousClock()),
             LegacyKitFixture.request(signed))
+        #expect(Self.jumped(said))
         #expect(refused.message.hasSuffix("; the device is back in its application"), "\(refused.message)")
         let notChecked = said.compactMap { if case .message(let text) = $0, text.hasPrefix("not checked") { text } else { nil } }
         #expect(notChecked.contains { $0.contains("the signing key") }, "\(notChecked)")
