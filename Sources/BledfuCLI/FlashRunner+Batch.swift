@@ -57,7 +57,7 @@ struct ProcessFlasher: DeviceFlasher {
     /// The line's view of an inspection: a bootloader, or the application with its version (the Firmware Revision
     /// 0x2A26 as a decimal number) and name (Device Name 0x2A00).
     static func probe(_ inspection: DeviceInspection) -> DeviceProbe {
-        if inspection.mode == .updater, inspection.family != .smp { return DeviceProbe(mode: .bootloader) }
+        if !inspection.runsApplication { return DeviceProbe(mode: .bootloader) }
         let revision = inspection.information.firmwareRevision?.trimmingCharacters(in: .whitespaces)
         return DeviceProbe(
             mode: .application, applicationVersion: revision.flatMap { UInt32($0) }, name: inspection.information.name)

@@ -26,8 +26,10 @@ protocol FamilySession: Sendable {
     func probe(_ services: [GATTService], on link: DFULink, context: UpdateContext) async throws(DFUError) -> FamilyProbe
     func updaterLocation(forApplicationAt peer: PeerAddress, options: UpdateOptions) -> DeviceLocation?
     /// The family's ``DFUFamily/assess(_:device:mode:on:context:)``, with the plan when `withPlan` and there is one.
-    func assess(device: DeviceInformation, mode: DetectedMode, on link: DFULink, context: UpdateContext, withPlan: Bool)
-        async throws(DFUError) -> PackageAssessment
+    func assess(
+        device: DeviceInformation, mode: DetectedMode, services: [GATTService], on link: DFULink, context: UpdateContext,
+        withPlan: Bool
+    ) async throws(DFUError) -> PackageAssessment
     /// The family's ``DFUFamily/leaveUpdater(on:context:)``.
     func leaveUpdater(on link: DFULink, context: UpdateContext) async -> UpdaterExit
     /// Every part from the journal's position, then the family's finish. Returns the parts' summaries and the
@@ -86,13 +88,14 @@ final class TypedFamilySession<F: DFUFamily>: FamilySession {
         family.updaterLocation(forApplicationAt: peer, options: options)
     }
 
-    func assess(device: DeviceInformation, mode: DetectedMode, on link: DFULink, context: UpdateContext, withPlan: Bool)
-        async throws(DFUError) -> PackageAssessment
-    {
+    func assess(
+        device: DeviceInformation, mode: DetectedMode, services: [GATTService], on link: DFULink, context: UpdateContext,
+        withPlan: Bool
+    ) async throws(DFUError) -> PackageAssessment {
         var plan: FamilyPlan<F.Part>?
         if withPlan, case .success(let planned) = self.plan { plan = planned }
         do {
-            return try await family.assess(plan, device: device, mode: mode, on: link, context: context)
+            return try await family.assess(plan, device: device, mode: mode, services: services, on: link, context: context)
         } catch {
             throw error.from(family.id)
         }

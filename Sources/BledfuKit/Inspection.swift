@@ -34,9 +34,13 @@ public struct DeviceInspection: Sendable, Hashable, Codable {
         self.package = package
     }
 
+    /// Whether the device runs its application (also when its updater is the application itself, or when no family
+    /// knows it); false when it waits in its bootloader.
+    public var runsApplication: Bool { mode != .updater || assessment.updaterIsApplication }
+
     /// The application's version as the line records it: the Firmware Revision as a number ("3", "2.7.31").
     public var applicationVersion: UInt32? {
-        mode == .updater && family != .smp ? nil : DeviceInformation.number(information.firmwareRevision)
+        runsApplication ? DeviceInformation.number(information.firmwareRevision) : nil
     }
 }
 

@@ -13,7 +13,8 @@ extension UpdateFlow {
     {
         // A bootloader tells nothing of the application; it checks the package itself.
         let device = mode == .updater ? DeviceInformation() : try await DeviceInformation.read(services, on: link)
-        let assessment = try await session.assess(device: device, mode: mode, on: link, context: context, withPlan: true)
+        let assessment = try await session.assess(
+            device: device, mode: mode, services: services, on: link, context: context, withPlan: true)
         let when = mode == .application ? "before the jump" : "before sending"
         guard assessment.refusals.isEmpty else {
             let still = mode == .application ? "the device still runs its application" : "the device is unchanged"

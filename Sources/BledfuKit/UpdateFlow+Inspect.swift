@@ -37,7 +37,8 @@ extension UpdateFlow {
             if let session = found, let mode = result.mode {
                 let withPlan = inspection.package != nil
                 result.assessment = try await session.assess(
-                    device: result.information, mode: mode, on: link, context: context, withPlan: withPlan)
+                    device: result.information, mode: mode, services: services, on: link, context: context,
+                    withPlan: withPlan)
                 if withPlan, let planError = session.planError {
                     result.assessment.refusals.append("the device speaks \(session.displayName), but \(planError.message)")
                 }
@@ -92,11 +93,11 @@ extension UpdateFlow {
 
     func leaveUpdater(_ inspection: InspectionRequest) async throws(DFUError) -> UpdaterExitReport {
         let (before, link, found) = try await inspect(inspection)
-        guard let session = found, before.mode == .updater else {
+        guard let session = found, !before.runsApplication else {
             await link.close()
             let what = before.familyName.map { "its \($0) updater" } ?? "a DFU updater"
             let message =
-                before.family == .smp
+                before.assessment.updaterIsApplication
                 ? "the device runs its application (its updater is the application itself): nothing to do"
                 : before.mode == nil ? "the device is not in \(what): nothing to do"
                 : "the device runs its application (\(before.address)): nothing to do"

@@ -53,13 +53,14 @@ public protocol DFUFamily: Sendable {
     func finish(_ plan: FamilyPlan<Part>, on link: DFULink?, location: DeviceLocation, context: UpdateContext)
         async throws(DFUError) -> FinishOutcome
 
-    /// What the connected device tells in `mode` (its ``DeviceInformation``, already read, and whatever the family
+    /// What the connected device tells in `mode` (its primary `services` and ``DeviceInformation``, already read, and whatever the family
     /// can ask it) and, with a plan, whether it would take the package: called before the jump (and before an
     /// updater that is the application itself takes anything). A family checks what its bootloader would check
     /// (Secure DFU: `hw_version`, `fw_version`, `sd_req` by the SDK's rules) against what the device tells, and
     /// names what it cannot check. Default: nothing known, nothing checked.
     func assess(
-        _ plan: FamilyPlan<Part>?, device: DeviceInformation, mode: DetectedMode, on link: DFULink, context: UpdateContext
+        _ plan: FamilyPlan<Part>?, device: DeviceInformation, mode: DetectedMode, services: [GATTService],
+        on link: DFULink, context: UpdateContext
     ) async throws(DFUError) -> PackageAssessment
 
     /// After the updater refused a part (or when a device was left in its updater): asks it to reset into the
@@ -78,7 +79,8 @@ extension DFUFamily {
     }
 
     public func assess(
-        _ plan: FamilyPlan<Part>?, device: DeviceInformation, mode: DetectedMode, on link: DFULink, context: UpdateContext
+        _ plan: FamilyPlan<Part>?, device: DeviceInformation, mode: DetectedMode, services: [GATTService],
+        on link: DFULink, context: UpdateContext
     ) async throws(DFUError) -> PackageAssessment {
         PackageAssessment()
     }

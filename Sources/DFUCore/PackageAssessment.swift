@@ -16,6 +16,9 @@ public struct PackageAssessment: Sendable, Hashable, Codable {
     public var notChecked: [String]
     /// What an update with the package would do ("application 1 → 2"), when the family can say.
     public var effect: String?
+    /// The updater the device shows is its application (MCUmgr SMP; InfiniTime's Legacy DFU service): there is no
+    /// bootloader to leave.
+    public var updaterIsApplication = false
 
     public init(
         facts: [String] = [], checked: [String] = [], refusals: [String] = [], notChecked: [String] = [],
@@ -33,10 +36,12 @@ public struct PackageAssessment: Sendable, Hashable, Codable {
 
     /// Both assessments, one after the other.
     public func merged(with other: PackageAssessment) -> PackageAssessment {
-        PackageAssessment(
+        var merged = PackageAssessment(
             facts: facts + other.facts, checked: checked + other.checked, refusals: refusals + other.refusals,
             notChecked: notChecked + other.notChecked, effect: [effect, other.effect].compactMap { $0 }.joined(separator: "; ")
                 .nilIfEmpty)
+        merged.updaterIsApplication = updaterIsApplication || other.updaterIsApplication
+        return merged
     }
 }
 

@@ -14,11 +14,14 @@ import GATT
 /// still valid (dual bank, or nothing erased yet) the device boots it (`main.c`).
 extension LegacyDFUFamily {
     public func assess(
-        _ plan: FamilyPlan<LegacyPart>?, device: DeviceInformation, mode: DetectedMode, on link: DFULink,
-        context: UpdateContext
+        _ plan: FamilyPlan<LegacyPart>?, device: DeviceInformation, mode: DetectedMode, services: [GATTService],
+        on link: DFULink, context: UpdateContext
     ) async throws(DFUError) -> PackageAssessment {
-        guard mode != .updater, let plan else { return PackageAssessment() }
         var result = PackageAssessment()
+        // InfiniTime's DFU service runs inside the application, next to its own services.
+        result.updaterIsApplication =
+            mode == .updater && !services.allSatisfy { LegacyDetection.bootloaderServices.contains($0.uuid) }
+        guard mode != .updater, let plan else { return result }
         for part in plan.parts {
             guard let packet = try? LegacyInitPacket(decoding: part.initPacket) else { continue }
             if Self.isAdafruit(device), let type = packet.deviceType {
@@ -68,6 +71,11 @@ extension LegacyDFUFamily {
         }
         guard transport.packet != nil else {
             return .unsupported("the device is not in its Legacy DFU bootloader")
+        }
+        if case .applicationService? = LegacyDetection.mode(
+            services: transport.services.map(\.uuid), version: transport.version, hasPacket: true)
+        {
+            return .isApplication  // InfiniTime: the service is the application's; it answers no Reset.
         }
         do {
             try await transport.writeControlPoint(LegacyRequest.reset.encoded)

@@ -1,6 +1,7 @@
 import BLECore
 import CBOR
 import DFUCore
+import GATT
 
 /// The checks before an upload (smp-mcuboot.md §1.10, §3): the application is its own updater, so it tells what
 /// runs (the image list: version, hash, flags per slot) and, with `MCUMGR_GRP_OS_BOOTLOADER_INFO`, whether MCUboot
@@ -11,8 +12,8 @@ import DFUCore
 /// compared (only with `MCUBOOT_VERSION_CMP_USE_BUILD_NUMBER`).
 extension SMPFamily {
     public func assess(
-        _ plan: FamilyPlan<SMPPart>?, device: DeviceInformation, mode: DetectedMode, on link: DFULink,
-        context: UpdateContext
+        _ plan: FamilyPlan<SMPPart>?, device: DeviceInformation, mode: DetectedMode, services: [GATTService],
+        on link: DFULink, context: UpdateContext
     ) async throws(DFUError) -> PackageAssessment {
         // The client shares the link with the upload's (as the finish's does); closing it would close the link.
         let client = try await Self.client(on: link, context: context)
@@ -23,6 +24,7 @@ extension SMPFamily {
             throw Self.map(error)
         }
         var result = PackageAssessment(facts: [Self.summary(state)].filter { !$0.isEmpty })
+        result.updaterIsApplication = true
         let noDowngrade = await Self.refusesDowngrades(client)
         switch noDowngrade {
         case true?: result.facts.append("MCUboot refuses downgrades (bootloader info: no-downgrade)")

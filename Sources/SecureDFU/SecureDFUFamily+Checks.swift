@@ -17,8 +17,8 @@ import GATT
 /// checked.
 extension SecureDFUFamily {
     public func assess(
-        _ plan: FamilyPlan<DFUPart>?, device: DeviceInformation, mode: DetectedMode, on link: DFULink,
-        context: UpdateContext
+        _ plan: FamilyPlan<DFUPart>?, device: DeviceInformation, mode: DetectedMode, services: [GATTService],
+        on link: DFULink, context: UpdateContext
     ) async throws(DFUError) -> PackageAssessment {
         // The bootloader tells nothing of itself over BLE (its Device Information, if any, is not the application's).
         guard mode != .updater, let plan else { return PackageAssessment() }

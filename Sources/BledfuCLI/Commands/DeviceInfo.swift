@@ -66,7 +66,8 @@ struct DeviceInfo: AsyncParsableCommand {
         switch inspection.mode {
         case .application?: mode = "runs its application (it can jump into its bootloader)"
         case .applicationWithoutEntry?: mode = "runs its application (no way into its bootloader)"
-        case .updater?: mode = inspection.family == .smp ? "runs its application, which takes images itself" : "waits in its bootloader"
+        case .updater?:
+            mode = inspection.runsApplication ? "runs its application, which takes images itself" : "waits in its bootloader"
         case nil: mode = "is no device bledfu can update"
         }
         lines.append("\(inspection.address): \(family); the device \(mode)")
@@ -81,7 +82,7 @@ struct DeviceInfo: AsyncParsableCommand {
             if !assessment.checked.isEmpty { lines.append("    checked: " + assessment.checked.joined(separator: "; ")) }
             if !assessment.notChecked.isEmpty { lines.append("    not checked: " + assessment.notChecked.joined(separator: "; ")) }
         }
-        if inspection.mode == .updater, inspection.family != .smp {
+        if !inspection.runsApplication {
             lines.append("  `bledfu device reset \(inspection.address)` brings it back to its application")
         }
         return lines.joined(separator: "\n")
