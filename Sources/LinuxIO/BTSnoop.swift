@@ -38,8 +38,8 @@ public final class BTSnoopWriter: PDUObserver {
     private let fd: Mutex<CInt?>
     private let handle: UInt16
     let now: @Sendable () -> Int64
-    /// Handles given to links that report none, and the handles of the links open now.
-    let links = Mutex<(next: UInt16, open: Set<UInt16>)>((BTSnoopWriter.defaultHandle, []))
+    /// The handles of the links open now.
+    let links = Mutex<Set<UInt16>>([])
     private let logger: Logger
 
     /// Creates (truncates) `path` and writes the file header.
@@ -106,9 +106,8 @@ public final class BTSnoopWriter: PDUObserver {
         write(pdu: pdu, sent: sent, handle: handle)
     }
 
-    /// Appends one ACL record on `handle`, unless ``tripsBtmon566(_:)``.
+    /// Appends one ACL record on `handle`.
     func write(pdu: [UInt8], sent: Bool, handle: UInt16) {
-        guard !Self.tripsBtmon566(pdu) else { return }
         append(BTSnoopWriter.record(pdu: pdu, sent: sent, handle: handle, unixMicroseconds: now()))
     }
 

@@ -2,9 +2,20 @@ import BLECore
 import Synchronization
 
 /// Links in a capture: each link of a capture file starts with an HCI LE Connection Complete event (its handle, the
-/// peer's address and address type) and ends with a Disconnection Complete event, and its ATT PDUs carry its own
+/// peer's address and address type) and ends with a Disconnection Complete event, and its ATT PDUs carry its
 /// connection handle, so that Wireshark and `btmon -r` tell one link from the next (the application's from the
-/// bootloader's after a jump).
+/// bootloader's after a jump): Wireshark gives each ACL record the frame of its connection (`bthci_acl.connect_in`)
+/// and the peer's address.
+///
+/// Handles: a link's real handle when the transport knows it (BlueZ); otherwise the lowest handle no open link of
+/// the file uses, 0x0000 for links one after the other, as a controller reuses a freed handle. That choice keeps
+/// `btmon -r` of BlueZ 5.66 (Debian 12) from crashing: 5.66 registers a connection only when the reading machine's
+/// hci0 is up (`assign_handle` → `hci_devba`), and decoding a Read By Type Request for a type it has a read decoder
+/// for (0x2803 Characteristic, 0x2902 CCCD, …: every characteristic discovery) dereferences the missing
+/// connection's data (SIGSEGV in `att_read_type_req`; fixed in BlueZ 5.67 by commit 35947e2, "monitor/att: Fix crash
+/// when accessing packet_conn"). Its empty connection slots have handle 0x0000, so a link on handle 0x0000 finds one.
+/// A capture of BlueZ links (real handles) is read by btmon 5.66 on a machine whose hci0 is up, or by btmon ≥ 5.67
+/// (docs/captures.md).
 ///
 /// LE Connection Complete (Core Vol 4 Part E 7.7.65.1), as an H4 event record (flags 0b11: event, received):
 ///
@@ -22,20 +33,16 @@ import Synchronization
 extension BTSnoopWriter {
     /// Starts a link in the capture: writes its LE Connection Complete and returns the observer for its PDUs (pass
     /// it to a ``CapturingBearer``; the bearer ends the link when it closes or loses the link). `connectionHandle`
-    /// is the link's real handle when the transport knows it (BlueZ); otherwise the writer gives each link a handle
-    /// of its own (0x0040, 0x0041, …).
+    /// is the link's real handle when the transport knows it (BlueZ); otherwise the link gets the lowest handle no
+    /// open link uses (0x0000 for links one after the other; see the type's notes on btmon 5.66).
     public func link(peer: PeerAddress?, connectionHandle: UInt16?) -> BTSnoopLink {
-        let handle = links.withLock { links -> UInt16 in
-            var handle = connectionHandle.map { $0 & 0x0FFF }
-            if handle == nil {
-                var candidate = links.next
-                while links.open.contains(candidate) { candidate = (candidate &+ 1) & 0x0EFF }
-                links.next = (candidate &+ 1) & 0x0EFF
-                handle = candidate
+        let handle = links.withLock { open -> UInt16 in
+            var handle = connectionHandle.map { $0 & 0x0FFF } ?? 0
+            if connectionHandle == nil {
+                while open.contains(handle) && handle < 0x0EFF { handle += 1 }
             }
-            let chosen = handle ?? Self.defaultHandle
-            links.open.insert(chosen)
-            return chosen
+            open.insert(handle)
+            return handle
         }
         writeEvent(code: 0x3E, parameters: Self.connectionComplete(handle: handle, peer: peer))
         return BTSnoopLink(writer: self, handle: handle)
@@ -82,32 +89,7 @@ extension BTSnoopWriter {
 
     func endLink(handle: UInt16, byPeer: Bool) {
         writeEvent(code: 0x05, parameters: Self.disconnectionComplete(handle: handle, reason: byPeer ? 0x13 : 0x16))
-        links.withLock { _ = $0.open.remove(handle) }
-    }
-
-    /// The attribute types of BlueZ 5.66 btmon's GATT handlers with a read decoder (`monitor/att.c gatt_handlers`).
-    /// btmon 5.66 decoding a Read By Type Request for one of them dereferences the connection's data, which it has
-    /// only for connections whose local adapter (`hci_devba` on the reading machine's hciN) is up: reading a file
-    /// anywhere else it crashes (SIGSEGV in `att_read_type_req`). Fixed in BlueZ 5.67 by commit 35947e2 ("monitor/
-    /// att: Fix crash when accessing packet_conn"); Debian 12 ships 5.66. Captures leave these requests out (their
-    /// responses stay) so that `btmon -r` of Debian 12 reads them (docs/captures.md).
-    static let btmon566ReadHandlers: Set<UInt16> = [
-        0x2803, 0x2902, 0x2BC4, 0x2BC5, 0x2BC9, 0x2BCA, 0x2BCB, 0x2BCC, 0x2BCD, 0x2BCE, 0x2B7D, 0x2B7F, 0x2B93,
-        0x2B97, 0x2B98, 0x2B99, 0x2B9A, 0x2B9B, 0x2BA1, 0x2BA2, 0x2BA3, 0x2BA5, 0x2BBA,
-    ]
-
-    /// A Read By Type Request (0x08) for one of ``btmon566ReadHandlers`` (16-bit, or 128-bit in the Bluetooth base).
-    public static func tripsBtmon566(_ pdu: [UInt8]) -> Bool {
-        guard pdu.first == 0x08 else { return false }
-        let base: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00]
-        let type: UInt16
-        switch pdu.count {
-        case 7: type = UInt16(pdu[5]) | UInt16(pdu[6]) << 8
-        case 21 where Array(pdu[5..<17]) == base && pdu[19] == 0 && pdu[20] == 0:
-            type = UInt16(pdu[17]) | UInt16(pdu[18]) << 8
-        default: return false
-        }
-        return btmon566ReadHandlers.contains(type)
+        links.withLock { _ = $0.remove(handle) }
     }
 }
 

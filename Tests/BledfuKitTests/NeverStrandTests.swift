@@ -192,6 +192,32 @@ import Testing
         #expect(back.mode == .application && back.installed.application?.version == 1)
     }
 
+    /// Legacy on Adafruit's single-bank bootloader, a SoftDevice list without the installed FWID (not told in
+    /// application mode): Start has erased the application by the time Initialize refuses the list (`10 02 06`), so
+    /// after Reset the device comes back in its bootloader at address + 1, and the line says so.
+    @Test func legacyRefusalAfterTheApplicationWasErasedSaysWhereTheDeviceIs() async throws {
+        let adafruit = VirtualLegacyDevice(profile: LegacyKitFixture.profile(LegacyDeviceProfile.adafruitNRF52832), clock: ContinuousClock())
+        var builder = PackageBuilder()
+        builder.application = PackageBuilder.Image(stem: "app", bytes: LegacyKitFixture.image)
+        builder.applicationVersion = 2
+        builder.sdReq = [0x1234]
+        builder.legacy = LegacyOptions(deviceType: 0x0052)
+        let bytes = try builder.archive()
+        let package = PackageSource(fileName: "other-sd.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        let (error, events) = try await Self.failing(
+            Updater(adapter: VirtualDeviceAdapter(devices: [adafruit]), clock: ContinuousClock()),
+            LegacyKitFixture.request(package))
+        #expect(Self.jumped(events))
+        let bootloader = LegacyKitFixture.address.nordicBootloaderAddress
+        #expect(
+            error.message.hasSuffix(
+                "; the device stays in its bootloader at \(bootloader): it has no valid application to return to (flash a"
+                    + " complete package)"), "\(error.message)")
+        #expect(error.location?.addresses.first == bootloader)
+        let state = await adafruit.state()
+        #expect(state.mode == .bootloader && state.installed.application == nil, "\(state.mode)")
+    }
+
     /// Legacy, the SDK 11 signing template with another key: the key is not told, the device jumps, refuses the
     /// init packet, gets Reset and is back in its application.
     @Test func legacySigningTemplateWithAnotherKey() async throws {

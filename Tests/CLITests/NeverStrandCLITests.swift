@@ -77,8 +77,9 @@ import Testing
     static let btmon = "/usr/bin/btmon"
 
     /// A capture of a flash with a jump: the application's link and the bootloader's, each with its LE Connection
-    /// Complete (peer address, its own handle) and Disconnection Complete; tshark decodes every record (no malformed
-    /// packet) and `btmon -r` reads the file to its end.
+    /// Complete (peer address, handle) and Disconnection Complete; tshark decodes every record (no malformed packet)
+    /// and tells the links apart; `btmon -r` (5.66, no hci0 here) reads the file to its end, characteristic discovery
+    /// included.
     @Test(
         .enabled(
             if: (FileManager.default.isExecutableFile(atPath: Self.tshark) && FileManager.default.isExecutableFile(atPath: Self.btmon))
@@ -98,22 +99,32 @@ import Testing
 
         let events = try CLIRunner.runTool(
             Self.tshark,
-            ["-r", capture, "-Y", "bthci_evt", "-T", "fields", "-e", "bthci_evt.code", "-e", "bthci_evt.connection_handle",
-             "-e", "bthci_evt.bd_addr"])
+            ["-r", capture, "-Y", "bthci_evt", "-T", "fields", "-e", "frame.number", "-e", "bthci_evt.code", "-e",
+             "bthci_evt.connection_handle", "-e", "bthci_evt.bd_addr"])
         let rows = events.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
-        let connections = rows.filter { $0.first == "0x3e" }
-        let disconnections = rows.filter { $0.first == "0x05" }
+        let connections = rows.filter { $0.count > 3 && $0[1] == "0x3e" }
+        let disconnections = rows.filter { $0.count > 1 && $0[1] == "0x05" }
         #expect(connections.count >= 2 && disconnections.count == connections.count, "\(rows)")
-        let addresses = connections.compactMap { $0.count > 2 ? $0[2].uppercased() : nil }
-        #expect(addresses.contains("C6:05:04:03:02:01") && addresses.contains("C6:05:04:03:02:02"), "\(addresses)")
-        let handles = Set(connections.compactMap { $0.count > 1 ? $0[1] : nil })
-        #expect(handles.count >= 2, "\(connections)")
-        // Every ACL record on a handle of a link the capture opened; nothing malformed.
-        let acl = try CLIRunner.runTool(Self.tshark, ["-r", capture, "-Y", "bthci_acl", "-T", "fields", "-e", "bthci_acl.chandle"])
-        let aclHandles = Set(acl.split(separator: "\n").map(String.init))
-        #expect(!aclHandles.isEmpty && aclHandles.isSubset(of: handles), "\(aclHandles) vs \(handles)")
+        let addresses = connections.map { $0[3].uppercased() }
+        #expect(addresses.first == "C6:05:04:03:02:01" && addresses.contains("C6:05:04:03:02:02"), "\(addresses)")
+        // Every ATT record belongs to one of those connections (Wireshark's "connect in" frame) and goes to that
+        // connection's peer: the application's link and the bootloader's are told apart.
+        let peers = Dictionary(uniqueKeysWithValues: connections.map { ($0[0], $0[3].lowercased()) })
+        let acl = try CLIRunner.runTool(
+            Self.tshark,
+            ["-r", capture, "-Y", "btatt && bthci_acl.dst.bd_addr != 00:00:00:00:00:00", "-T", "fields", "-e",
+             "bthci_acl.connect_in", "-e", "bthci_acl.dst.bd_addr"])
+        let sent = acl.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+        #expect(!sent.isEmpty)
+        #expect(sent.allSatisfy { $0.count == 2 && peers[$0[0]] == $0[1] }, "\(sent.prefix(5)) vs \(peers)")
+        #expect(Set(sent.map { $0[1] }).count >= 2)
         let malformed = try CLIRunner.runTool(Self.tshark, ["-r", capture, "-Y", "_ws.malformed || _ws.expert.severity == error"])
         #expect(malformed.isEmpty, "\(malformed)")
+        // The DFU is decoded on the bootloader's link (its characteristics discovered with Read By Type Requests).
+        let verbose = try CLIRunner.runTool(Self.tshark, ["-r", capture, "-V"])
+        #expect(verbose.contains("UUID: Characteristic (0x2803)"))
+        // Control Point writes carry their characteristic's UUID (learned from the discovery).
+        #expect(verbose.contains("[UUID: 8ec90001f3154f609fb8838830daea50]"), "the DFU Control Point is not named")
 
         let btmon = Process()
         btmon.executableURL = URL(fileURLWithPath: Self.btmon)
@@ -130,5 +141,7 @@ import Testing
         #expect(decoded.contains("Peer address: C6:05:04:03:02:02"))
         #expect(decoded.components(separatedBy: "Disconnect Complete").count - 1 == disconnections.count)
         #expect(decoded.contains("ATT: Write Command (0x52)"))
+        // The requests btmon 5.66 crashes on without a registered connection are in the file, and decoded.
+        #expect(decoded.contains("Attribute type: Characteristic (0x2803)"), "\(decoded.prefix(3000))")
     }
 }
