@@ -143,8 +143,9 @@ final class LegacySimulator {
             let errors = result.errorLines.filter { $0.hasPrefix("bledfu: error:") }
             #expect(errors.count == 1 && errors.first?.contains(item.says) == true, "\(item.address): \(result.stderr)")
         }
-        // The dual-bank nRF51 took no image data and runs its application again; the Adafruit never left it.
-        let nrf51 = try simulator.state("E1:5D:11:51:00:01")
+        // The dual-bank nRF51 took no image data and runs its application again (its status file is written
+        // asynchronously: a bounded wait); the Adafruit never left it.
+        let nrf51 = try #require(simulator.wait("E1:5D:11:51:00:01") { $0.mode == .application })
         #expect(nrf51.transfer.bytesAccepted == 0 && nrf51.installed.application?.version == 1, "\(nrf51.transfer)")
         #expect(nrf51.mode == .application)
         #expect(try simulator.state("E4:AD:F5:28:32:01").mode == .application)

@@ -8,6 +8,17 @@ import Testing
 /// `device reset`; a capture of a flash with a jump has both links with their connections and disconnections, and
 /// tshark and `btmon -r` (BlueZ 5.66) read it.
 @Suite(.serialized, .timeLimit(.minutes(10))) struct NeverStrandCLITests {
+    /// The bracelet's mode once its status file says `mode` (written asynchronously: a bounded wait, 10 s).
+    static func mode(_ simulator: FlashSimulator, becomes mode: String) -> String? {
+        var last: String?
+        for _ in 0..<1000 {
+            last = simulator.status()?["mode"] as? String
+            if last == mode { return last }
+            usleep(10_000)
+        }
+        return last
+    }
+
     static func sample(_ name: String) -> String {
         CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/\(name)").path
     }
@@ -63,14 +74,14 @@ import Testing
             FlashFixture.device, "--state-dir", directory.appendingPathComponent("state").path, "--reconnect-attempts", "0",
         ])
         #expect(flash.status == 43, "\(flash.stderr)")
-        #expect(simulator.status()?["mode"] as? String == "bootloader")
+        #expect(Self.mode(simulator, becomes: "bootloader") == "bootloader")
         let info = try await CLIRunner.run(["device", "info", FlashFixture.device, "--adapter", "virtual:\(simulator.radio)"])
         #expect(info.status == 0, "\(info.stderr)")
         #expect(info.lines.first == "C6:05:04:03:02:02: Secure DFU; the device waits in its bootloader", "\(info.stdout)")
         let reset = try await CLIRunner.run(["device", "reset", FlashFixture.device, "--adapter", "virtual:\(simulator.radio)"])
         #expect(reset.status == 0, "\(reset.stderr)")
         #expect(reset.lines == ["the device is back in its application (\(FlashFixture.device))"], "\(reset.stdout)")
-        #expect(simulator.status()?["mode"] as? String == "app")
+        #expect(Self.mode(simulator, becomes: "app") == "app")
     }
 
     static let tshark = "/usr/bin/tshark"
