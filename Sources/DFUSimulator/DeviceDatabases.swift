@@ -53,23 +53,24 @@ enum DeviceDatabases {
     /// characteristic of the profile (write + indicate).
     static func application(profile: DeviceProfile, name: String, firmwareRevision: String) -> GATTDatabase {
         var services = common(name: name)
-        services.append(
-            GATTServiceDefinition(
-                uuid: SimulatorUUID.deviceInformation,
-                characteristics: [
-                    GATTCharacteristicDefinition(
-                        uuid: SimulatorUUID.manufacturerName, properties: [.read],
-                        value: Array("bledfu virtual device".utf8)),
-                    GATTCharacteristicDefinition(
-                        uuid: SimulatorUUID.modelNumber, properties: [.read], value: Array(profile.chip.utf8)),
-                    // The bootloader's NRF_DFU_HW_VERSION as a decimal string: what `bledfu` compares with an init
-                    // packet's hw_version before the jump.
-                    GATTCharacteristicDefinition(
-                        uuid: SimulatorUUID.hardwareRevision, properties: [.read],
-                        value: Array(String(profile.hwVersion).utf8)),
-                    GATTCharacteristicDefinition(
-                        uuid: SimulatorUUID.firmwareRevision, properties: [.read], value: Array(firmwareRevision.utf8)),
-                ]))
+        var information = [
+            GATTCharacteristicDefinition(
+                uuid: SimulatorUUID.manufacturerName, properties: [.read], value: Array("bledfu virtual device".utf8)),
+            GATTCharacteristicDefinition(
+                uuid: SimulatorUUID.modelNumber, properties: [.read], value: Array(profile.chip.utf8)),
+        ]
+        // By default the bootloader's NRF_DFU_HW_VERSION as a decimal string: what `bledfu` compares with an init
+        // packet's hw_version before the jump.
+        let hardware = profile.hardwareRevision ?? String(profile.hwVersion)
+        if !hardware.isEmpty {
+            information.append(
+                GATTCharacteristicDefinition(
+                    uuid: SimulatorUUID.hardwareRevision, properties: [.read], value: Array(hardware.utf8)))
+        }
+        information.append(
+            GATTCharacteristicDefinition(
+                uuid: SimulatorUUID.firmwareRevision, properties: [.read], value: Array(firmwareRevision.utf8)))
+        services.append(GATTServiceDefinition(uuid: SimulatorUUID.deviceInformation, characteristics: information))
         services.append(
             GATTServiceDefinition(
                 uuid: SimulatorUUID.demoService,

@@ -122,6 +122,27 @@ import Testing
         #expect(state.installed.application?.version == 1)
     }
 
+    /// A device that does not tell its Hardware Revision: the hardware version is named as not checked, the device
+    /// jumps, its bootloader refuses the init packet (HW version failure), and Abort brings it back to its
+    /// application; the line says so.
+    @Test func anUntoldHardwareVersionEndsWithTheDeviceBackInItsApplication() async throws {
+        var profile = KitFixture.profile()
+        profile.hardwareRevision = ""
+        let device = VirtualDevice(profile: profile, clock: ContinuousClock())
+        let updater = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock())
+        let (error, events) = try await Self.failing(updater, KitFixture.request(try Self.securePackage(hw: 52840)))
+        let notChecked = events.compactMap { if case .message(let text) = $0, text.hasPrefix("not checked") { text } else { nil } }
+        #expect(
+            notChecked.contains { $0.contains("application: hardware version 52840: the device tells no Hardware Revision") },
+            "\(notChecked)")
+        #expect(Self.jumped(events))
+        #expect(error.code == .remoteRefusal, "\(error)")
+        #expect(error.message.lowercased().contains("hw version") || error.message.lowercased().contains("hardware"), "\(error.message)")
+        #expect(error.message.hasSuffix("; the device is back in its application"), "\(error.message)")
+        let state = await device.state()
+        #expect(state.mode == .application && state.installed.application?.version == 1)
+    }
+
     /// The inspection API: family, mode, Device Information, and what an update with a package would do.
     @Test func inspectionSaysWhatAnUpdateWouldDo() async throws {
         let device = Self.secureDevice()
