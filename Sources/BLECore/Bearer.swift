@@ -106,6 +106,12 @@ extension ATTBearer {
 public protocol PDUObserver: Sendable {
     /// - Parameter sent: true for PDUs this side sent.
     func observe(pdu: [UInt8], sent: Bool)
+    /// The link ended: closed by this side, or lost (`byPeer`: the peer or the radio ended it). Called once.
+    func linkEnded(byPeer: Bool)
+}
+
+extension PDUObserver {
+    public func linkEnded(byPeer: Bool) {}
 }
 
 extension BearerError.Code: RawRepresentable {

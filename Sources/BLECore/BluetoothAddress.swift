@@ -46,6 +46,13 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
         return BluetoothAddress(bytes: b) ?? self
     }
 
+    /// The inverse of ``nordicBootloaderAddress``: where the application of a bootloader at this address advertises.
+    public var nordicApplicationAddress: BluetoothAddress {
+        var b = bytes
+        b[5] = b[5] &- 1
+        return BluetoothAddress(bytes: b) ?? self
+    }
+
     public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool {
         lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
     }

@@ -78,8 +78,8 @@ extension BatchLog {
         try await s.execute(
             """
             UPDATE devices SET status = ?, error = ?, exit_code = ?, duration = duration + ?, bytes = bytes + ?,
-                resends = resends + ?, version_before = COALESCE(version_before, ?),
-                version_after = COALESCE(?, version_after), name = COALESCE(?, name), updated_at = ?,
+                resends = resends + ?, version_before = ?,
+                version_after = ?, name = COALESCE(?, name), updated_at = ?,
                 lease_until = NULL, stage = NULL, finished_at = ?,
                 queue = CASE WHEN ? = 1 THEN queue ELSE (SELECT COALESCE(MAX(queue), 0) + 1 FROM devices WHERE batch = ?) END
             WHERE batch = ? AND address = ?

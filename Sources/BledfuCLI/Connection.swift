@@ -93,13 +93,13 @@ func connectATT(
     if let path = capturePath {
         if writer == nil {
             do {
-                writer = try BTSnoopWriter(path: path, handle: bearer.linkInfo.connectionHandle ?? BTSnoopWriter.defaultHandle)
+                writer = try BTSnoopWriter(path: path)
             } catch {
                 await bearer.close()
                 throw CLIError("cannot write capture file \(path): \(error)", exitCode: BledfuExit.failure)
             }
         }
-        if let writer { observers.append(writer) }
+        if let writer { observers.append(writer.link(peer: bearer.linkInfo.peer ?? peer, connectionHandle: bearer.linkInfo.connectionHandle)) }
     }
     if verbose { observers.append(TraceObserver()) }
     let wrapped: any ATTBearer = observers.isEmpty ? bearer : CapturingBearer(wrapping: bearer, observers: observers)

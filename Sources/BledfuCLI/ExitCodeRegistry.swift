@@ -93,6 +93,12 @@ enum ExitCodeRegistry {
         // 47: a family whose device confirms an image after a reset (MCUmgr SMP test/confirm) can find the old image
         // running again; neither "refused" (40) nor "verification" (41) says that.
         ExitCodeEntry(47, "reverted", "after the reset the device runs its old image again (reverted)", ["DFUError.reverted"]),
+        // 48: refused before anything was sent, from what the device tells (never "the device refused" (40): the
+        // device still runs its application and nothing reached its bootloader).
+        ExitCodeEntry(
+            48, "device-mismatch",
+            "the device would refuse the package (another hardware version, a downgrade): checked before the jump, nothing sent, the device still runs its application",
+            ["DFUError.device-mismatch"]),
         ExitCodeEntry(50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)"),
         ExitCodeEntry(51, "batch-plan-invalid", "`batch`: the plan is invalid (its line and the reason are printed)"),
         ExitCodeEntry(52, "batch-line-stopped", "`batch`: the line stopped after the plan's number of failures"),

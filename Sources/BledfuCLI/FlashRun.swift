@@ -175,8 +175,8 @@ func flashFailure(_ error: DFUError, settings: FlashSettings, device: String) ->
     return CLIError(message, exitCode: FlashExit.code(for: error))
 }
 
-/// `--capture` and `--verbose` for every link of an update: one capture file across reconnects, opened with the
-/// first link's connection handle.
+/// `--capture` and `--verbose` for every link of an update: one capture file across reconnects, each link in it with
+/// its connection (peer address, handle) and disconnection (docs/captures.md).
 final class CaptureHook: Sendable {
     let path: String?
     let verbose: Bool
@@ -198,14 +198,14 @@ final class CaptureHook: Sendable {
             let opened = try writer.withLock { writer throws(DFUError) -> BTSnoopWriter in
                 if let writer { return writer }
                 do {
-                    let created = try BTSnoopWriter(path: path, handle: bearer.linkInfo.connectionHandle ?? BTSnoopWriter.defaultHandle)
+                    let created = try BTSnoopWriter(path: path)
                     writer = created
                     return created
                 } catch {
                     throw DFUError(DFUError.Code("capture"), "cannot write capture file \(path): \(error)", cause: error)
                 }
             }
-            observers.append(opened)
+            observers.append(opened.link(peer: bearer.linkInfo.peer, connectionHandle: bearer.linkInfo.connectionHandle))
         }
         if verbose { observers.append(TraceObserver()) }
         return CapturingBearer(wrapping: bearer, observers: observers)

@@ -3,10 +3,9 @@ import DFUCore
 import DFUPackage
 import DFUProtocol
 import Batch
+import BledfuKit
 import Foundation
-import GATT
 import LinuxIO
-import LegacyDFU
 import Synchronization
 
 /// The line's per-device flash (issue #6): each device runs the whole `bledfu flash` (buttonless jump, multi-part,
@@ -27,80 +26,41 @@ struct ProcessFlasher: DeviceFlasher {
     var logDirectory: URL
 
     func probe(_ target: BatchTarget, adapter: BatchPlan.Adapter, options: BatchPlan.FlashOptions, afterUpdate: Bool) async -> DeviceProbe {
-        // After an update the device resets into its application; give it a few tries to come back.
-        let tries = afterUpdate ? 8 : 1
-        var last = DeviceProbe(mode: .unreachable, error: "not tried")
-        for attempt in 0..<tries {
-            if attempt > 0 { await pause(seconds: 0.25 * Double(min(attempt, 4))) }
-            last = await probeOnce(target, adapter: adapter, options: options)
-            if !afterUpdate || last.mode == .application { return last }
-        }
-        return last
-    }
-
-    private func probeOnce(_ target: BatchTarget, adapter: BatchPlan.Adapter, options: BatchPlan.FlashOptions) async -> DeviceProbe {
         let radio: any BLEAdapter
         do {
             radio = try makeFlashAdapter(adapter.name)
         } catch {
             return DeviceProbe(mode: .unreachable, error: "\(error)")
         }
-        let connection: OpenConnection
+        // The library's inspection (the families' `detect`, on the clock): after an update the device reboots into
+        // its application, so it waits up to the scan timeout for it to advertise at its address; before one, a
+        // device not at its address is looked for where its bootloader would be too (an earlier update cut off).
+        let timeout = FlashSettings.duration(options.timeout)
+        let request = InspectionRequest(
+            target: .address(target.peer), options: UpdateOptions(responseTimeout: timeout),
+            scanTimeout: afterUpdate ? FlashSettings.duration(options.scanTimeout) : timeout, connectTimeout: timeout,
+            applicationOnly: afterUpdate)
         do {
-            (connection, _) = try await connectATT(
-                adapter: radio, peer: target.peer, options: ConnectOptions(timeout: .milliseconds(Int64(options.timeout * 1000))),
-                capturePath: nil, capture: nil, verbose: false)
+            // Closed before returning: the flash that follows needs the device's only link.
+            return Self.probe(try await Updater(adapter: radio, clock: ContinuousClock()).inspect(request))
         } catch {
             // The adapter had no link for the probe: back-pressure (the line tries the device again when one frees).
+            let code = FlashExit.code(for: error)
             let pressure: BackPressure? =
-                error.exitCode == BledfuExit.noFreeLink ? .noFreeLink : error.exitCode == BledfuExit.adapterBusy ? .adapterBusy : nil
+                code == BledfuExit.noFreeLink ? .noFreeLink : code == BledfuExit.adapterBusy ? .adapterBusy : nil
             var probe = DeviceProbe(mode: .unreachable, error: error.message, backPressure: pressure)
-            probe.exitCode = error.exitCode
+            probe.exitCode = code
             return probe
         }
-        // Closed before returning: the flash that follows needs the device's only link.
-        let probe = await Self.inspect(connection.gatt)
-        await connection.att.close()
-        return probe
     }
 
-    /// Mode, application version (Firmware Revision 0x2A26) and name (Device Name 0x2A00) of a connected device.
-    static func inspect(_ gatt: GATTClient) async -> DeviceProbe {
-        do {
-            let services = try await gatt.discoverPrimaryServices()
-            if let dfu = services.first(where: { $0.uuid == SecureDFUUUID.service }) {
-                let uuids = Set(try await gatt.discoverCharacteristics(of: dfu).map(\.uuid))
-                if uuids.contains(SecureDFUUUID.controlPoint) { return DeviceProbe(mode: .bootloader) }
-            }
-            if let legacy = services.first(where: { $0.uuid == LegacyDFUUUID.service }) {
-                // A Legacy DFU bootloader: the DFU Version and the bootloader's services alone (legacy-dfu.md §8.4).
-                let characteristics = try await gatt.discoverCharacteristics(of: legacy)
-                var version: LegacyDFUVersion?
-                if let characteristic = characteristics.first(where: { $0.uuid == LegacyDFUUUID.version }) {
-                    version = try? LegacyDFUVersion(decoding: try await gatt.read(handle: characteristic.valueHandle))
-                }
-                let hasPacket = characteristics.contains { $0.uuid == LegacyDFUUUID.packet }
-                if case .bootloader? = LegacyDetection.mode(services: services.map(\.uuid), version: version, hasPacket: hasPacket) {
-                    return DeviceProbe(mode: .bootloader)
-                }
-            }
-            var version: UInt32?
-            if let information = services.first(where: { $0.uuid == BluetoothUUID(0x180A) }),
-                let revision = try await gatt.discoverCharacteristics(of: information).first(where: { $0.uuid == BluetoothUUID(0x2A26) })
-            {
-                let text = String(decoding: try await gatt.read(handle: revision.valueHandle), as: UTF8.self)
-                version = UInt32(text.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\0"))))
-            }
-            var name: String?
-            if let access = services.first(where: { $0.uuid == BluetoothUUID(0x1800) }),
-                let deviceName = try await gatt.discoverCharacteristics(of: access).first(where: { $0.uuid == BluetoothUUID(0x2A00) })
-            {
-                name = String(decoding: try await gatt.read(handle: deviceName.valueHandle), as: UTF8.self)
-            }
-            return DeviceProbe(mode: .application, applicationVersion: version, name: name)
-        } catch {
-            return DeviceProbe(mode: .unreachable, error: "\(error)")
-        }
+    /// The line's view of an inspection: a bootloader, or the application with its version (the Firmware Revision
+    /// 0x2A26 as a decimal number) and name (Device Name 0x2A00).
+    static func probe(_ inspection: DeviceInspection) -> DeviceProbe {
+        if !inspection.runsApplication { return DeviceProbe(mode: .bootloader) }
+        let revision = inspection.information.firmwareRevision?.trimmingCharacters(in: .whitespaces)
+        return DeviceProbe(
+            mode: .application, applicationVersion: revision.flatMap { UInt32($0) }, name: inspection.information.name)
     }
 
     /// `bledfu flash` arguments for one job.
@@ -267,7 +227,9 @@ final class FlashEventParser: Sendable {
             let code = result?.exitCode.map { Int32(clamping: $0) } ?? exitStatus
             let message = result?.message ?? box.lastError ?? "bledfu flash exited with \(exitStatus) (see \(logPath))"
             // A package the device or the flash rejects as such fails the same way every time.
-            let permanent = (30...39).contains(code) || code == BledfuExit.usage
+            // A package the device would refuse (checked before the jump) stays refused: no retry.
+            let permanent =
+                (30...39).contains(code) || code == BledfuExit.usage || code == ExitCodeRegistry.code("device-mismatch")
             var outcome = FlashOutcome(
                 success: false, error: "\(message) [exit \(code)]", exitCode: code, bytes: bytes, resends: resent, retryable: !permanent)
             outcome.interrupted = code == BledfuExit.interrupted
@@ -279,7 +241,7 @@ final class FlashEventParser: Sendable {
     }
 }
 
-/// Waits `seconds` on the wall clock (the line's pause between probes of a device that is resetting).
+/// Waits `seconds` on the wall clock.
 func pause(seconds: Double) async {
     guard seconds > 0 else { return }
     try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))

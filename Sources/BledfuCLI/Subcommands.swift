@@ -6,6 +6,7 @@ extension BledfuCommand {
         ScanCommand.self,
         AdaptersCommand.self,
         GattCommand.self,
+        DeviceCommand.self,
         PackageCommand.self,
         SimulateCommand.self,
         FlashCommand.self,

@@ -25,6 +25,13 @@ protocol FamilySession: Sendable {
     func reportPlan(_ flow: UpdateFlow)
     func probe(_ services: [GATTService], on link: DFULink, context: UpdateContext) async throws(DFUError) -> FamilyProbe
     func updaterLocation(forApplicationAt peer: PeerAddress, options: UpdateOptions) -> DeviceLocation?
+    /// The family's ``DFUFamily/assess(_:device:mode:on:context:)``, with the plan when `withPlan` and there is one.
+    func assess(
+        device: DeviceInformation, mode: DetectedMode, services: [GATTService], on link: DFULink, context: UpdateContext,
+        withPlan: Bool
+    ) async throws(DFUError) -> PackageAssessment
+    /// The family's ``DFUFamily/leaveUpdater(on:context:)``.
+    func leaveUpdater(on link: DFULink, context: UpdateContext) async -> UpdaterExit
     /// Every part from the journal's position, then the family's finish. Returns the parts' summaries and the
     /// finish's, joined by "; ".
     func runParts(flow: UpdateFlow, link: DFULink, location: DeviceLocation, journal: UpdateJournal?)
@@ -80,6 +87,23 @@ final class TypedFamilySession<F: DFUFamily>: FamilySession {
 
     func updaterLocation(forApplicationAt peer: PeerAddress, options: UpdateOptions) -> DeviceLocation? {
         family.updaterLocation(forApplicationAt: peer, options: options)
+    }
+
+    func assess(
+        device: DeviceInformation, mode: DetectedMode, services: [GATTService], on link: DFULink, context: UpdateContext,
+        withPlan: Bool
+    ) async throws(DFUError) -> PackageAssessment {
+        var plan: FamilyPlan<F.Part>?
+        if withPlan, case .success(let planned) = self.plan { plan = planned }
+        do {
+            return try await family.assess(plan, device: device, mode: mode, services: services, on: link, context: context)
+        } catch {
+            throw error.from(family.id)
+        }
+    }
+
+    func leaveUpdater(on link: DFULink, context: UpdateContext) async -> UpdaterExit {
+        await family.leaveUpdater(on: link, context: context)
     }
 
     func runParts(flow: UpdateFlow, link: DFULink, location: DeviceLocation, journal: UpdateJournal?)

@@ -85,8 +85,12 @@ struct PartLoop<F: DFUFamily> {
                     after = outcome.after
                     if let summary = outcome.summary { notes.append("\(part.name): \(summary)") }
                 } catch {
-                    await link.close()
                     connection = nil
+                    if let refused = refusal(error, part: part) {
+                        // Never strand the device: out of the updater, and say where it is.
+                        throw await flow.leaveUpdater(after: refused, link: link, session: session, application: application)
+                    }
+                    await link.close()
                     try await failed(error, part: part, confirmedBefore: before)
                     continue
                 }
@@ -162,6 +166,16 @@ struct PartLoop<F: DFUFamily> {
             journal = box.withLock { $0 }
             throw error.from(family.id)
         }
+    }
+
+    /// A part the updater refused for good (not a lost link, not a stop, not a part the device holds before the
+    /// last): the error the update ends with.
+    func refusal(_ error: DFUError, part: F.Part) -> DFUError? {
+        guard !flow.stop.isRequested, [.remoteRefusal, .incompatiblePackage, .alreadyPresent].contains(error.code) else {
+            return nil
+        }
+        if error.code == .alreadyPresent, partIndex < plan.parts.count - 1 { return nil }
+        return DFUError(error.code, "\(part.name): \(error.message)", cause: error.cause ?? error, family: family.id)
     }
 
     /// A part failed over its link: stop, skip, retry or give up.

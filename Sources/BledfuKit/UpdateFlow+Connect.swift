@@ -238,6 +238,7 @@ extension UpdateFlow {
                     planError.code, "the device speaks \(session.displayName), but \(planError.message)",
                     cause: planError.cause, family: session.id)
             }
+            try await precheck(session, mode: mode, services: services, on: link)
             switch probe {
             case .application(let bonded, let jump):
                 session.reportPlan(self)

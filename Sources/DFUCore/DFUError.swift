@@ -52,6 +52,10 @@ public struct DFUError: CodedError, Sendable {
         /// An option the family does not take (a `--mode` of another family, a setting's bad value), refused by
         /// ``DFUFamily/plan(_:options:)`` before anything connects.
         public static let invalidOption = Code("invalid-option")
+        /// What the device tells in application mode shows it would refuse the package (another hardware version,
+        /// a downgrade, another SoftDevice): refused before the jump, nothing sent, the device still runs its
+        /// application (``PackageAssessment``).
+        public static let deviceMismatch = Code("device-mismatch")
 
         public var description: String { rawValue }
 

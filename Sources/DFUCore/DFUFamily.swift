@@ -52,6 +52,21 @@ public protocol DFUFamily: Sendable {
     /// last part's link when it stayed up (nil after a reset); `location` is where the device will be.
     func finish(_ plan: FamilyPlan<Part>, on link: DFULink?, location: DeviceLocation, context: UpdateContext)
         async throws(DFUError) -> FinishOutcome
+
+    /// What the connected device tells in `mode` (its primary `services` and ``DeviceInformation``, already read, and whatever the family
+    /// can ask it) and, with a plan, whether it would take the package: called before the jump (and before an
+    /// updater that is the application itself takes anything). A family checks what its bootloader would check
+    /// (Secure DFU: `hw_version`, `fw_version`, `sd_req` by the SDK's rules) against what the device tells, and
+    /// names what it cannot check. Default: nothing known, nothing checked.
+    func assess(
+        _ plan: FamilyPlan<Part>?, device: DeviceInformation, mode: DetectedMode, services: [GATTService],
+        on link: DFULink, context: UpdateContext
+    ) async throws(DFUError) -> PackageAssessment
+
+    /// After the updater refused a part (or when a device was left in its updater): asks it to reset into the
+    /// application, where it allows that (Secure DFU: Abort `0C`, SDK 15+; Legacy DFU: Reset `06`). The updater
+    /// then looks where the device went. Default: ``UpdaterExit/unsupported(_:)``.
+    func leaveUpdater(on link: DFULink, context: UpdateContext) async -> UpdaterExit
 }
 
 extension DFUFamily {
@@ -61,6 +76,17 @@ extension DFUFamily {
         async throws(DFUError) -> FinishOutcome
     {
         FinishOutcome()
+    }
+
+    public func assess(
+        _ plan: FamilyPlan<Part>?, device: DeviceInformation, mode: DetectedMode, services: [GATTService],
+        on link: DFULink, context: UpdateContext
+    ) async throws(DFUError) -> PackageAssessment {
+        PackageAssessment()
+    }
+
+    public func leaveUpdater(on link: DFULink, context: UpdateContext) async -> UpdaterExit {
+        .unsupported("\(displayName) has no request that makes its updater reset into the application")
     }
 }
 

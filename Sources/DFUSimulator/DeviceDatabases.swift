@@ -11,6 +11,7 @@ public enum SimulatorUUID {
     public static let deviceInformation = BluetoothUUID(0x180A)
     public static let modelNumber = BluetoothUUID(0x2A24)
     public static let firmwareRevision = BluetoothUUID(0x2A26)
+    public static let hardwareRevision = BluetoothUUID(0x2A27)
     public static let manufacturerName = BluetoothUUID(0x2A29)
     /// The demo service of application mode: `B1ED0001-5EC0-4D46-9E11-0000B1EDF00D`.
     public static let demoService = demo(0x01)
@@ -52,18 +53,24 @@ enum DeviceDatabases {
     /// characteristic of the profile (write + indicate).
     static func application(profile: DeviceProfile, name: String, firmwareRevision: String) -> GATTDatabase {
         var services = common(name: name)
-        services.append(
-            GATTServiceDefinition(
-                uuid: SimulatorUUID.deviceInformation,
-                characteristics: [
-                    GATTCharacteristicDefinition(
-                        uuid: SimulatorUUID.manufacturerName, properties: [.read],
-                        value: Array("bledfu virtual device".utf8)),
-                    GATTCharacteristicDefinition(
-                        uuid: SimulatorUUID.modelNumber, properties: [.read], value: Array(profile.chip.utf8)),
-                    GATTCharacteristicDefinition(
-                        uuid: SimulatorUUID.firmwareRevision, properties: [.read], value: Array(firmwareRevision.utf8)),
-                ]))
+        var information = [
+            GATTCharacteristicDefinition(
+                uuid: SimulatorUUID.manufacturerName, properties: [.read], value: Array("bledfu virtual device".utf8)),
+            GATTCharacteristicDefinition(
+                uuid: SimulatorUUID.modelNumber, properties: [.read], value: Array(profile.chip.utf8)),
+        ]
+        // By default the bootloader's NRF_DFU_HW_VERSION as a decimal string: what `bledfu` compares with an init
+        // packet's hw_version before the jump.
+        let hardware = profile.hardwareRevision ?? String(profile.hwVersion)
+        if !hardware.isEmpty {
+            information.append(
+                GATTCharacteristicDefinition(
+                    uuid: SimulatorUUID.hardwareRevision, properties: [.read], value: Array(hardware.utf8)))
+        }
+        information.append(
+            GATTCharacteristicDefinition(
+                uuid: SimulatorUUID.firmwareRevision, properties: [.read], value: Array(firmwareRevision.utf8)))
+        services.append(GATTServiceDefinition(uuid: SimulatorUUID.deviceInformation, characteristics: information))
         services.append(
             GATTServiceDefinition(
                 uuid: SimulatorUUID.demoService,

@@ -134,6 +134,10 @@ public struct DeviceProfile: Codable, Sendable, Hashable {
     public var addressType: AddressType
     /// `NRF_DFU_HW_VERSION`, compared with the init packet's `hw_version`.
     public var hwVersion: UInt32
+    /// The Hardware Revision string the application publishes in its Device Information (`hardware_revision`):
+    /// nil (the default) publishes `hw_version` in decimal; an empty string publishes none (a device that does not
+    /// tell it).
+    public var hardwareRevision: String?
     /// FWID of the installed SoftDevice (e.g. 0xB7 = S132 6.1.1, 0x0100 = S140 7.2.0), matched against `sd_req`.
     public var softDeviceFWID: UInt16
     public var buttonless: ButtonlessKind
@@ -156,6 +160,7 @@ public struct DeviceProfile: Codable, Sendable, Hashable {
         case sdkVersion = "sdk_version"
         case addressType = "address_type"
         case hwVersion = "hw_version"
+        case hardwareRevision = "hardware_revision"
         case softDeviceFWID = "softdevice_fwid"
         case saveProgress = "save_progress"
         case protocolReduced = "protocol_reduced"

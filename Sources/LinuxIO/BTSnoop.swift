@@ -37,7 +37,9 @@ public final class BTSnoopWriter: PDUObserver {
 
     private let fd: Mutex<CInt?>
     private let handle: UInt16
-    private let now: @Sendable () -> Int64
+    let now: @Sendable () -> Int64
+    /// The handles of the links open now.
+    let links = Mutex<Set<UInt16>>([])
     private let logger: Logger
 
     /// Creates (truncates) `path` and writes the file header.
@@ -91,7 +93,7 @@ public final class BTSnoopWriter: PDUObserver {
         return record.bytes
     }
 
-    private static func bigEndian<I: FixedWidthInteger>(_ value: I) -> [UInt8] {
+    static func bigEndian<I: FixedWidthInteger>(_ value: I) -> [UInt8] {
         withUnsafeBytes(of: value.bigEndian) { Array($0) }
     }
 
@@ -101,7 +103,21 @@ public final class BTSnoopWriter: PDUObserver {
 
     /// Appends one record. A failed write is logged at debug level and the capture stops (the link goes on).
     public func write(pdu: [UInt8], sent: Bool) {
-        let record = BTSnoopWriter.record(pdu: pdu, sent: sent, handle: handle, unixMicroseconds: now())
+        write(pdu: pdu, sent: sent, handle: handle)
+    }
+
+    /// Appends one ACL record on `handle`.
+    func write(pdu: [UInt8], sent: Bool, handle: UInt16) {
+        append(BTSnoopWriter.record(pdu: pdu, sent: sent, handle: handle, unixMicroseconds: now()))
+    }
+
+    /// Appends an HCI event record (received by the host).
+    func writeEvent(code: UInt8, parameters: [UInt8]) {
+        append(Self.eventRecord(code: code, parameters: parameters, unixMicroseconds: now()))
+    }
+
+    /// Appends one whole record.
+    func append(_ record: [UInt8]) {
         fd.withLock { fd in
             guard let descriptor = fd else { return }
             do throws(Errno) {
@@ -153,9 +169,21 @@ public final class CapturingBearer: ATTBearer {
     }
 
     public func receive() async throws(BearerError) -> [UInt8] {
-        let pdu = try await base.receive()
+        let pdu: [UInt8]
+        do {
+            pdu = try await base.receive()
+        } catch {
+            ended(error)
+            throw error
+        }
         for observer in observers { observer.observe(pdu: pdu, sent: false) }
         return pdu
+    }
+
+    /// A receive ended the link: the peer (or the radio) ended it, unless this side closed it.
+    private func ended(_ error: BearerError) {
+        guard error.code == .disconnected else { return }
+        for observer in observers { observer.linkEnded(byPeer: true) }
     }
 
     public func send(burst pdus: [[UInt8]]) async throws(BearerError) {
@@ -166,7 +194,13 @@ public final class CapturingBearer: ATTBearer {
     }
 
     public func receive(upTo maximumCount: Int) async throws(BearerError) -> [[UInt8]] {
-        let pdus = try await base.receive(upTo: maximumCount)
+        let pdus: [[UInt8]]
+        do {
+            pdus = try await base.receive(upTo: maximumCount)
+        } catch {
+            ended(error)
+            throw error
+        }
         for pdu in pdus {
             for observer in observers { observer.observe(pdu: pdu, sent: false) }
         }
@@ -175,6 +209,8 @@ public final class CapturingBearer: ATTBearer {
 
     public func close() async {
         await base.close()
+        // An observer records the end once (a link lost before this close was recorded as ended by the peer).
+        for observer in observers { observer.linkEnded(byPeer: false) }
     }
 
     public func securityLevel() async -> LinkSecurityLevel { await base.securityLevel() }

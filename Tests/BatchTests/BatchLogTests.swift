@@ -63,6 +63,30 @@ import Testing
         #expect(device.error == nil)
     }
 
+    /// Issue 19 point 3: a device's record comes from its last attempt only. A device flashed to 2 in an earlier
+    /// run, then refused a package (no version after: the attempt failed before the device ran anything new) keeps
+    /// no version_after of the earlier attempt; its version_before is the last attempt's.
+    @Test func aDeviceRecordDescribesItsLastAttemptOnly() async throws {
+        let (log, logURL) = try await Fixture.temporaryDatabase()
+        defer { Fixture.remove(logURL) }
+        let run = try await log.startRun(batch: "line", station: Fixture.station, force: false, at: Self.date)
+        try await log.enroll(batch: "line", device: Self.identity(1), at: Self.date)
+        let address = Fixture.address(1).description
+        let first = try await log.beginAttempt(run: run, batch: "line", address: address, adapter: "hci0", at: Self.date)
+        try await log.endAttempt(
+            first.id, batch: "line", address: address,
+            outcome: AttemptOutcome(result: .done, exitCode: 0, versionBefore: 1, versionAfter: 2), final: nil, at: Self.date)
+        let second = try await log.beginAttempt(run: run, batch: "line", address: address, adapter: "hci0", at: Self.date)
+        try await log.endAttempt(
+            second.id, batch: "line", address: address,
+            outcome: AttemptOutcome(result: .failed, error: "the device would refuse app.zip", exitCode: 48, versionBefore: 2),
+            final: .failed, at: Self.date)
+        let device = try #require(try await log.devices(batch: "line").first)
+        #expect(device.versionBefore == 2, "version_before of the first attempt kept")
+        #expect(device.versionAfter == nil, "version_after of the first attempt kept")
+        #expect(device.exitCode == 48)
+    }
+
     /// A run dies with an attempt open (no endAttempt, no finishRun). The next run on the same file closes it as
     /// interrupted and finishes that device only: the done device is never flashed again, and every device has
     /// exactly one record.

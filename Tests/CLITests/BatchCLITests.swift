@@ -160,12 +160,14 @@ import Testing
             if address == "C6:05:04:03:30:01" {
                 #expect(status == "failed")
                 let error = entry.record["error"] as? String ?? ""
-                #expect(error.contains("[exit 40]") && error.lowercased().contains("hardware"), "\(error)")
-                // Two attempts reached the device (one retry); an attempt the adapter's controller refused (exit 21 or
-                // 22: back-pressure, docs/batch.md) is recorded but is no try.
+                // Refused before the jump from its Hardware Revision (exit 48), and not tried again: the device would
+                // refuse it every time. An attempt the adapter's controller refused (exit 21 or 22: back-pressure,
+                // docs/batch.md) is recorded but is no try.
+                #expect(error.contains("[exit 48]") && error.lowercased().contains("hardware"), "\(error)")
                 let reached = entry.attempts.filter { ![21, 22].contains($0["exit_code"] as? Int ?? 0) }
-                #expect(reached.count == 2, "one retry: \(entry.attempts)")
+                #expect(reached.count == 1, "no retry: \(entry.attempts)")
                 #expect(BatchLine.updatesCompleted(line.deviceStates()[address]) == 0)
+                #expect(line.deviceStates()[address]?["mode"] as? String == "app")
                 continue
             }
             #expect(status == "done", "\(address): \(entry.record)")

@@ -98,7 +98,8 @@ import Testing
         #expect(read.stderr.contains("ATT > Read Request handle=0x0003"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tshark)
-        process.arguments = ["-r", capture, "-T", "fields", "-e", "btatt.opcode", "-e", "btatt.handle"]
+        // ATT records only: the link's Connection Complete and Disconnection Complete events come first and last.
+        process.arguments = ["-r", capture, "-Y", "btatt", "-T", "fields", "-e", "btatt.opcode", "-e", "btatt.handle"]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice

@@ -66,7 +66,12 @@ struct SMPServerLogic: Sendable {
             case (.os, SMPCommand.OS.bootloaderInfo, .read) where profile.smp.bootloaderInfo:
                 switch body["query"]?.textValue {
                 case nil: answer = .textMap(["bootloader": .text("MCUboot")])
-                case "mode": answer = .textMap(["mode": .int(profile.mcuboot.mode)])
+                case "mode":
+                    // Swap without scratch (move). `no-downgrade` as an application built with
+                    // CONFIG_MCUBOOT_BOOTLOADER_NO_DOWNGRADE sends it: here with MCUboot's downgrade prevention.
+                    answer =
+                        profile.mcuboot.downgradePrevention
+                        ? .textMap(["mode": .int(profile.mcuboot.mode), "no-downgrade": .bool(true)]) : .textMap(["mode": .int(profile.mcuboot.mode)])
                 default: throw Failure.generic(.invalidValue)
                 }
             case (.image, SMPCommand.Image.state, .read):
