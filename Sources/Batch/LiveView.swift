@@ -118,7 +118,17 @@ public struct LiveView: Sendable {
         case .message(let text):
             objects.append(["event": "message", "message": text])
         }
-        return objects.compactMap(Self.encode)
+        let time = Self.timestamp(date)
+        return objects.map { object in object.merging(["time": time]) { own, _ in own } }.compactMap(Self.encode)
+    }
+
+    /// RFC 3339 UTC with milliseconds (`2026-11-28T04:05:06.789Z`): the `time` of every NDJSON event bledfu writes
+    /// (docs/events.md).
+    public static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
     }
 
     public func totalsObject(at date: Date) -> [String: any Sendable] {

@@ -20,10 +20,9 @@ struct DeviceOptions: ParsableArguments {
         help: ArgumentHelp("BT_SECURITY level for the link (1 low, 2 medium, 3 high, 4 FIPS).", valueName: "level"))
     var security: UInt8?
 
+    /// The address is checked when the command runs (``peer()``), not here: a bad address ends in its own exit
+    /// code (14, `bad-address`), which ArgumentParser's validation cannot give.
     func validate() throws {
-        guard BluetoothAddress(device) != nil else {
-            throw ValidationError("bad device address '\(device)': expected six hex bytes like C0:FF:EE:00:00:01")
-        }
         if let security, !(1...4).contains(security) { throw ValidationError("--security must be 1 to 4") }
     }
 
@@ -68,9 +67,10 @@ struct OpenConnection {
 func openConnection(_ options: GlobalOptions, _ device: DeviceOptions) async throws -> OpenConnection {
     var connectOptions = ConnectOptions(timeout: options.timeoutDuration)
     connectOptions.securityLevel = device.security
+    let peer = try device.peer()  // a bad address is reported before the adapter is looked at
     let (connection, capture) = try await connectATT(
-        adapter: try makeAdapter(options), peer: try device.peer(), options: connectOptions,
-        capturePath: options.capture, capture: nil, verbose: options.verbose)
+        adapter: try makeAdapter(options), peer: peer, options: connectOptions,
+        capturePath: options.capture, capture: nil, verbose: options.tracesATT)
     return OpenConnection(att: connection.att, gatt: connection.gatt, capture: capture)
 }
 

@@ -30,7 +30,7 @@ struct BatchReport: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let state = stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory()
+        let state = ConfigDefaults.currentOrNone.stateDirectory(option: stateDir)
         let database = db ?? state.appendingPathComponent("batch.sqlite").path
         guard PostgresURL.isPostgres(database) || FileManager.default.fileExists(atPath: database) else {
             throw CLIError("no batch database at \(database)", exitCode: BatchExit.databaseError)

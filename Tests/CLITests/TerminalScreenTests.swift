@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+
+@testable import BledfuCLI
+
+/// `bledfu flash` in a real pseudo-terminal (tmux) at 80 and 200 columns and across a resize (issue 19 point 1):
+/// at every screen read no line has wrapped (`capture-pane -J` joins wrapped rows: none is wider than the window)
+/// and at most one progress line is on screen (no stale copy left by a redraw); the finished screen has the
+/// steps as sentences, the final line with the running version, and no progress line left.
+@Suite(.timeLimit(.minutes(10)), .serialized) struct TerminalScreenTests {
+    static let inCI = ProcessInfo.processInfo.environment["CI"] == "true"
+
+    struct Flash {
+        let directory: URL
+        let simulator: FlashSimulator
+        let command: String
+    }
+
+    /// A simulated bracelet slow enough (speedup 8, a 96 KiB image) that the progress line is redrawn many times.
+    static func flash() async throws -> Flash {
+        let directory = try FlashFixture.temporaryDirectory()
+        let simulator = try FlashSimulator(directory: directory, speedup: 8)
+        let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 96 * 1024)
+        let words = [
+            CLIRunner.binary.path, "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
+            "--state-dir", directory.appendingPathComponent("state").path, "--key", FlashFixture.publicKey.path,
+        ]
+        return Flash(directory: directory, simulator: simulator, command: words.map(TmuxScreen.quote).joined(separator: " "))
+    }
+
+    static func progressRows(_ lines: [String]) -> [String] { lines.filter { $0.hasPrefix("part 1/1") } }
+
+    /// What must hold at every moment at `width` columns.
+    static func expectFits(_ lines: [String], width: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        for line in lines where TerminalOutput.columns(of: line) > width {
+            Issue.record("a line wrapped at \(width) columns: \(line)", sourceLocation: sourceLocation)
+        }
+        let progress = progressRows(lines)
+        #expect(progress.count <= 1, "stale progress rows: \(progress)", sourceLocation: sourceLocation)
+    }
+
+    /// The finished screen: exit 0, sentences, the final line, no progress row left.
+    static func expectFinished(_ lines: [String], sourceLocation: SourceLocation = #_sourceLocation) {
+        let screen = lines.joined(separator: "\n")
+        #expect(lines.contains("[exit 0]"), "\(screen)", sourceLocation: sourceLocation)
+        #expect(lines.contains { $0.hasPrefix("Sending part 1 of 1: application,") }, "\(screen)", sourceLocation: sourceLocation)
+        #expect(
+            lines.contains { $0.hasPrefix("Done: \(FlashFixture.device) now runs application version 2;") }, "\(screen)",
+            sourceLocation: sourceLocation)
+        #expect(progressRows(lines).isEmpty, "a progress row was left: \(screen)", sourceLocation: sourceLocation)
+    }
+
+    func run(width: Int, resizeTo: Int? = nil) async throws {
+        try #require(TmuxScreen.available || !Self.inCI, "tmux is missing (tools/setup installs it)")
+        guard TmuxScreen.available else { return }
+        let flash = try await Self.flash()
+        defer {
+            flash.simulator.stop()
+            try? FileManager.default.removeItem(at: flash.directory)
+        }
+        let screen = try TmuxScreen(width: width, height: 24, command: flash.command)
+        var seen: [String] = []
+        // Until the first progress line shows.
+        let first = try screen.watch(timeout: 120, each: { Self.expectFits($0, width: width) }) { lines in
+            seen += Self.progressRows(lines)
+            return !Self.progressRows(lines).isEmpty || lines.contains { $0.hasPrefix("[exit") }
+        }
+        #expect(!Self.progressRows(first.lines).isEmpty, "no progress line was seen: \(first.lines.joined(separator: "\n"))")
+        var current = width
+        if let resizeTo {
+            try screen.resize(width: resizeTo, height: 24)
+            current = resizeTo
+            // The redraw after SIGWINCH replaces the reflowed line: wait (bounded) until the screen fits again.
+            let fitted = try screen.watch(timeout: 30) { lines in
+                lines.allSatisfy { TerminalOutput.columns(of: $0) <= resizeTo } && Self.progressRows(lines).count <= 1
+            }
+            #expect(fitted.met, "after the resize to \(resizeTo): \(fitted.lines.joined(separator: "\n"))")
+        }
+        let end = try screen.watch(timeout: 300, each: { lines in
+            Self.expectFits(lines, width: current)
+            seen += Self.progressRows(lines)
+        }) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        #expect(end.met, "flash did not end: \(end.lines.joined(separator: "\n"))")
+        Self.expectFinished(end.lines)
+        if width >= 200 && resizeTo == nil {
+            // Wide enough for every field: nothing was left out.
+            #expect(seen.contains { $0.contains("retries") && $0.contains("kB/s") && $0.contains("ETA") }, "\(Set(seen))")
+        } else {
+            #expect(seen.allSatisfy { $0.contains("%") }, "the percentage is always kept: \(Set(seen))")
+        }
+    }
+
+    @Test func flashAt80Columns() async throws { try await run(width: 80) }
+
+    @Test func flashAt200Columns() async throws { try await run(width: 200) }
+
+    @Test func flashAcrossAResizeFrom200To60() async throws { try await run(width: 200, resizeTo: 60) }
+
+    /// TERM=dumb on a terminal: plain lines, no cursor movement (every line stays: the plain progress lines of
+    /// every 10 %).
+    @Test func dumbTerminalGetsPlainLines() async throws {
+        try #require(TmuxScreen.available || !Self.inCI, "tmux is missing (tools/setup installs it)")
+        guard TmuxScreen.available else { return }
+        let flash = try await Self.flash()
+        defer {
+            flash.simulator.stop()
+            try? FileManager.default.removeItem(at: flash.directory)
+        }
+        let screen = try TmuxScreen(width: 80, height: 50, command: "TERM=dumb " + flash.command)
+        let end = try screen.watch(timeout: 300) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        #expect(end.lines.contains("[exit 0]"), "\(end.lines.joined(separator: "\n"))")
+        let plain = end.lines.filter { $0.hasPrefix("part 1/1: ") }
+        #expect(plain.count >= 5, "plain progress lines every 10 %: \(end.lines.joined(separator: "\n"))")
+        #expect(plain.last?.hasPrefix("part 1/1: 100%") == true)
+    }
+}
