@@ -68,6 +68,21 @@ import Testing
         #expect(strong.stderr.contains("2 device(s) found"))
     }
 
+    /// On a terminal (tmux) the table is drawn live and stays sorted; nothing of an earlier drawing is left.
+    @Test func liveScanOnATerminalIsSorted() async throws {
+        guard TmuxScreen.available else {
+            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "tmux is missing (tools/setup installs it)")
+            return
+        }
+        let sensors = try Sensors()
+        let words = [CLIRunner.binary.path, "scan", "--adapter", sensors.adapter, "--duration", "2"]
+        let screen = try TmuxScreen(width: 80, height: 24, command: words.map(TmuxScreen.quote).joined(separator: " "))
+        let end = try screen.watch(timeout: 60) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        let rows = end.lines.filter { $0.hasPrefix("C0:FF:EE:") }.map { String($0.prefix(17)) }
+        #expect(rows == ["C0:FF:EE:00:00:B2", "C0:FF:EE:00:00:C3", "C0:FF:EE:00:00:A1"], "\(end.lines.joined(separator: "\n"))")
+        #expect(end.lines.contains("[exit 0]"))
+    }
+
     @Test func aNameSeveralDevicesAnswerToIsAnErrorListingThem() async throws {
         let sensors = try Sensors()
         let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/sensor-app-v2.zip").path

@@ -40,6 +40,19 @@ import Testing
         Self.expectOneErrorLine(result, containing: "Create")
     }
 
+    /// A device with no DFU service (tools/example-virtual-device.py): 45.
+    @Test func aDeviceWithoutDFUEndsIn45() async throws {
+        let device = try CLIPythonDeviceTests.Device()
+        let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/bracelet-app-v2.zip").path
+        let result = try await CLIRunner.run([
+            "flash", sample, "--adapter", device.adapter, "--device", CLIPythonDeviceTests.address,
+            "--state-dir", device.radio.appendingPathComponent("state").path,
+        ], timeout: 120)
+        #expect(result.status == 45, "\(result.stderr)")
+        #expect(result.errorLines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("bledfu: error: "), "\(result.stderr)")
+    }
+
     /// A subscription whose device goes away: `gatt subscribe` ends in 16 (the device disconnected).
     @Test func aDeviceThatGoesAwayEndsIn16() async throws {
         let directory = try FlashFixture.temporaryDirectory()

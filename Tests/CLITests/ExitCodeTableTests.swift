@@ -16,9 +16,10 @@ import Testing
         case run(@Sendable (Scratch) async throws -> [String], says: String?)
         /// The test `test` in Tests/CLITests/`file` runs the binary into this code; its source must contain `check`.
         case elsewhere(file: String, test: String, check: String)
-        /// The binary cannot be run into it here (a real kernel's adapter state, a controller's limits); `why`, and
-        /// the registry maps the error that ends in it (checked in-process: the nearest honest check).
-        case mappedOnly(why: String, error: String)
+        /// Not run into here: `why` (a real kernel's adapter state, a controller's limits, a scenario that is a long
+        /// run of its own); the registry maps the error (`Type.code`) or the name to it, checked in-process: the
+        /// nearest honest check.
+        case mapped(why: String, error: String)
     }
 
     /// A scratch directory with the helpers the rows need.
@@ -83,22 +84,23 @@ import Testing
         1: .run({ scratch in ["resume", "--state-dir", scratch.path("no-journals")] }, says: "no unfinished upload"),
         10: CLIRunner.kernelHasNoBluetooth
             ? .run({ _ in ["scan", "--adapter", "hci0", "--duration", "1"] }, says: "luetooth")
-            : .mappedOnly(why: "this kernel has Bluetooth: EAFNOSUPPORT cannot happen", error: "AdapterError.noBluetoothInKernel"),
+            : .mapped(why: "this kernel has Bluetooth: EAFNOSUPPORT cannot happen", error: "AdapterError.noBluetoothInKernel"),
         11: .run({ _ in ["gatt", "list", "--adapter", noRadio, "--device", device] }, says: "no virtual radio at"),
-        12: .mappedOnly(why: "an adapter that is down needs a kernel's hciN (tools/vm-test)", error: "AdapterError.adapterDown"),
-        13: .mappedOnly(why: "CAP_NET_RAW is a kernel's (tests run as root)", error: "AdapterError.permissionDenied"),
+        12: .mapped(why: "an adapter that is down needs a kernel's hciN (tools/vm-test)", error: "AdapterError.adapterDown"),
+        13: .mapped(why: "CAP_NET_RAW is a kernel's (tests run as root)", error: "AdapterError.permissionDenied"),
         14: .run({ _ in ["gatt", "list", "--adapter", noRadio, "--device", "C0:FF:EE"] }, says: "bad device address 'C0:FF:EE'"),
-        15: .mappedOnly(why: "a virtual device accepts or is absent; a kernel's connect times out (tools/vm-test)", error: "AdapterError.connectionTimeout"),
+        15: .mapped(why: "a virtual device accepts or is absent; a kernel's connect times out (tools/vm-test)", error: "AdapterError.connectionTimeout"),
         16: .elsewhere(file: "ExitCodeDeviceTests.swift", test: "aDeviceThatGoesAwayEndsIn16", check: "status == 16"),
         17: .run({ scratch in
             try FileManager.default.createDirectory(atPath: scratch.path("radio"), withIntermediateDirectories: true)
             return ["gatt", "list", "--adapter", "virtual:\(scratch.path("radio"))", "--device", device, "--timeout", "1"]
         }, says: "was not seen advertising"),
-        18: .mappedOnly(why: "EBUSY on an existing link is a kernel's (tools/vm-test bluetoothd)", error: "AdapterError.busy"),
-        19: .mappedOnly(why: "the virtual radio reports a device that stopped listening as not found", error: "AdapterError.connectionRefused"),
+        18: .mapped(why: "EBUSY on an existing link is a kernel's (tools/vm-test bluetoothd)", error: "AdapterError.busy"),
+        19: .mapped(why: "the virtual radio reports a device that stopped listening as not found", error: "AdapterError.connectionRefused"),
         20: .elsewhere(file: "ExitCodeDeviceTests.swift", test: "attErrorsEndIn20", check: "status == 20"),
-        21: .mappedOnly(why: "the virtual controller's refusal is TransportTests.VirtualControllerTests'", error: "AdapterError.noFreeLink"),
-        22: .mappedOnly(why: "a controller busy creating a connection is a kernel's (many-links.md)", error: "AdapterError.adapterBusy"),
+        21: .mapped(why: "the virtual controller's refusal is TransportTests.VirtualControllerTests'", error: "AdapterError.noFreeLink"),
+        22: .mapped(why: "a controller busy creating a connection is a kernel's (many-links.md)", error: "AdapterError.adapterBusy"),
+        23: .elsewhere(file: "DeviceSelectionTests.swift", test: "aNameSeveralDevicesAnswerToIsAnErrorListingThem", check: "status == 23"),
         30: .run(inspect { scratch in
             try Data("not a zip at all\n".utf8).write(to: URL(fileURLWithPath: scratch.path("garbage.zip")))
             return scratch.path("garbage.zip")
@@ -120,19 +122,19 @@ import Testing
         38: .elsewhere(file: "PackageCLITests.swift", test: "verifyWithAnotherKeyFails", check: "status == 38"),
         39: .run({ scratch in ["package", "inspect", scratch.path("absent.zip")] }, says: "no such file or directory (ENOENT)"),
         40: .elsewhere(file: "ExitCodeDeviceTests.swift", test: "aRefusalEndsIn40", check: "status == 40"),
-        41: .elsewhere(file: "ExitCodeRegistryTests.swift", test: "everyDFUErrorCodeIsMapped", check: "(.verificationFailed, 41)"),
+        41: .mapped(why: "the updater giving up after repeated CRC failures is the engine suites' scenario (SecureDFUTests)", error: "DFUError.verification-failed"),
         42: .elsewhere(file: "FlashResilienceTests.swift", test: "stallingDeviceEndsWithATimeout", check: "FlashExit.timeout"),
         43: .elsewhere(file: "FlashResilienceTests.swift", test: "reconnectAttemptsZeroNeverReconnects", check: "FlashExit.linkLost"),
-        44: .elsewhere(file: "ExitCodeRegistryTests.swift", test: "everyDFUErrorCodeIsMapped", check: "(.notFound, 44)"),
-        45: .elsewhere(file: "ExitCodeRegistryTests.swift", test: "everyDFUErrorCodeIsMapped", check: "(.noUpdateService, 45)"),
+        44: .mapped(why: "a bootloader that never advertises after the jump needs a device that breaks its own jump", error: "DFUError.not-found"),
+        45: .elsewhere(file: "ExitCodeDeviceTests.swift", test: "aDeviceWithoutDFUEndsIn45", check: "status == 45"),
         46: .elsewhere(file: "LegacyCLITests.swift", test: "securePackageOnALegacyDevice", check: "status == 46"),
-        47: .elsewhere(file: "ExitCodeRegistryTests.swift", test: "everyDFUErrorCodeIsMapped", check: "(.reverted, 47)"),
+        47: .mapped(why: "an SMP image that reverts after the reset (MCUmgrTests.SMPEndToEndTests)", error: "DFUError.reverted"),
         50: .elsewhere(file: "BatchCLITests.swift", test: "sixteenDevicesInOneBatch", check: "status == 50"),
         51: .elsewhere(file: "BatchCLITests.swift", test: "aBadPlanIsRejectedWithItsLine", check: "status == 51"),
-        52: .elsewhere(file: "ExitCodeRegistryTests.swift", test: "documentedNumbersKeepTheirMeaning", check: "BatchExit.lineStopped == 52"),
+        52: .mapped(why: "a line that stops after its failures is a batch run of many devices", error: "batch-line-stopped"),
         53: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 53"),
-        54: .elsewhere(file: "ExitCodeRegistryTests.swift", test: "documentedNumbersKeepTheirMeaning", check: "BatchExit.noDevices == 54"),
-        55: .elsewhere(file: "ExitCodeRegistryTests.swift", test: "documentedNumbersKeepTheirMeaning", check: "BatchExit.benchGoalMissed == 55"),
+        54: .mapped(why: "a plan whose devices never appear waits out its discovery", error: "batch-no-devices"),
+        55: .mapped(why: "a bench batch is minutes of measured runs (BatchBenchTests)", error: "bench-goal-missed"),
         56: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 56"),
         57: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 57"),
         58: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 58"),
@@ -167,8 +169,9 @@ import Testing
                 contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("Tests/CLITests/\(file)"), encoding: .utf8)
             #expect(source.contains("func \(test)("), "\(code): \(file) has no test \(test)")
             #expect(source.contains(check), "\(code): \(file) no longer checks '\(check)'")
-        case .mappedOnly(_, let error):
-            #expect(ExitCodeRegistry.byError[error] == code, "\(code): \(error) maps to \(ExitCodeRegistry.byError[error] ?? -1)")
+        case .mapped(_, let error):
+            let mapped = ExitCodeRegistry.byError[error] ?? ExitCodeRegistry.entries.first { $0.name == error }?.code
+            #expect(mapped == code, "\(code): \(error) maps to \(mapped ?? -1)")
         }
     }
 }

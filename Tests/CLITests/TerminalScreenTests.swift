@@ -96,6 +96,31 @@ import Testing
 
     @Test func flashAcrossAResizeFrom200To60() async throws { try await run(width: 200, resizeTo: 60) }
 
+    /// `bledfu batch`'s live view at 80 columns: four devices at once (lines of about 100 columns uncut), no line
+    /// wraps, no frame is left behind (one totals line on screen at every moment), and the summary at the end.
+    @Test func batchLiveViewAt80Columns() async throws {
+        try #require(TmuxScreen.available || !Self.inCI, "tmux is missing (tools/setup installs it)")
+        guard TmuxScreen.available else { return }
+        let line = try BatchLine()
+        defer { line.cleanUp() }
+        try line.simulate(["bracelet:2", "sensor:2"], speedup: 20)
+        try line.waitForDevices(4)
+        let plan = try line.writePlan(expect: 4, connections: 4)
+        let words = [CLIRunner.binary.path, "batch", plan] + line.batchArguments
+        let screen = try TmuxScreen(width: 80, height: 30, command: words.map(TmuxScreen.quote).joined(separator: " "))
+        var sawFrame = false
+        let end = try screen.watch(timeout: 400, each: { lines in
+            for row in lines where TerminalOutput.columns(of: row) > 80 { Issue.record("a line wrapped at 80 columns: \(row)") }
+            let totals = lines.filter { $0.hasPrefix("done ") && $0.contains("remaining") }
+            #expect(totals.count <= 1, "stale totals lines: \(lines.joined(separator: "\n"))")
+            if lines.contains(where: { $0.hasPrefix("Bracelet-") || $0.hasPrefix("Sensor-") }) { sawFrame = true }
+        }) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        #expect(end.met, "batch did not end: \(end.lines.joined(separator: "\n"))")
+        #expect(end.lines.contains("[exit 0]"), "\(end.lines.joined(separator: "\n"))")
+        #expect(end.lines.contains { $0.hasPrefix("batch finished: 4 done") }, "\(end.lines.joined(separator: "\n"))")
+        #expect(sawFrame, "no device line was seen in the live view")
+    }
+
     /// TERM=dumb on a terminal: plain lines, no cursor movement (every line stays: the plain progress lines of
     /// every 10 %).
     @Test func dumbTerminalGetsPlainLines() async throws {
