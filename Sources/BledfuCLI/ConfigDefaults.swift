@@ -3,7 +3,7 @@ import Foundation
 import Yams
 
 /// Defaults for options a user sets once: the adapter, the verification keys and the state directory, from the
-/// environment and a config file (docs/configuration in README.md, "Defaults"). A command-line option wins over the
+/// environment and a config file (README.md, "Defaults"). A command-line option wins over the
 /// environment, which wins over the file, which wins over the built-in default.
 ///
 ///     # $XDG_CONFIG_HOME/bledfu/config.yaml (default ~/.config/bledfu/config.yaml; BLEDFU_CONFIG names another)

@@ -75,12 +75,12 @@ import Testing
         #expect(Set(names.map { String($0.dropLast(".json".count)) }) == Set(EmbeddedData.profiles.keys))
         for name in names {
             let text = try String(contentsOf: firmware.appendingPathComponent(name), encoding: .utf8)
-            #expect(EmbeddedData.profiles[String(name.dropLast(".json".count))].map { $0 + "\n" } == text, "\(name) is stale")
+            #expect(EmbeddedData.profiles[String(name.dropLast(".json".count))] == text, "\(name) is stale")
         }
         let tsv = try String(
             contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("Sources/BledfuCLI/Data/assigned-numbers.tsv"),
             encoding: .utf8)
-        #expect(EmbeddedData.assignedNumbers + "\n" == tsv, "assigned-numbers.tsv is stale (tools/generate-embedded)")
+        #expect(EmbeddedData.assignedNumbers == tsv, "assigned-numbers.tsv is stale (tools/generate-embedded)")
         let parsed = AssignedNumbers.parse(tsv)
         #expect(parsed.bad.isEmpty, "lines that do not parse: \(parsed.bad)")
         #expect(AssignedNumbers.label(try #require(BluetoothUUID("2A19"))) == "2A19 \"Battery Level\"")

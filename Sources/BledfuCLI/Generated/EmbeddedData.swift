@@ -189,6 +189,7 @@ FE59	member	Nordic Semiconductor ASA
 8EC90004-F315-4F60-9FB8-838830DAEA50	characteristic	Buttonless DFU (with bonds)
 8D53DC1D-1DB7-4CD3-868B-8A527460AA84	service	SMP (MCUmgr)
 DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
+
 """##
 
     /// Firmware/NAME.json by NAME.
@@ -257,7 +258,8 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   "sdk_version" : "0.9.2",
   "softdevice_fwid" : 183,
   "speedup" : 1
-}"""##,
+}
+"""##,
         "adafruit-feather52840": ##"""
 {
   "address" : "E4:AD:F5:28:40:01",
@@ -322,7 +324,8 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   "sdk_version" : "0.9.2",
   "softdevice_fwid" : 182,
   "speedup" : 1
-}"""##,
+}
+"""##,
         "bracelet-lossy": ##"""
 {
   "name": "BraceletLossy",
@@ -370,6 +373,7 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   },
   "speedup": 1
 }
+
 """##,
         "bracelet": ##"""
 {
@@ -408,6 +412,7 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   },
   "speedup": 1
 }
+
 """##,
         "fast": ##"""
 {
@@ -456,6 +461,7 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   },
   "speedup": 1
 }
+
 """##,
         "pinetime": ##"""
 {
@@ -516,7 +522,8 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   "sdk_version" : "InfiniTime 1.14",
   "softdevice_fwid" : 0,
   "speedup" : 1
-}"""##,
+}
+"""##,
         "sdk11-nrf51": ##"""
 {
   "address" : "E1:5D:11:51:00:01",
@@ -581,7 +588,8 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   "sdk_version" : "11.0.0",
   "softdevice_fwid" : 128,
   "speedup" : 1
-}"""##,
+}
+"""##,
         "sdk11-nrf52": ##"""
 {
   "address" : "E1:5D:11:52:00:01",
@@ -646,7 +654,8 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   "sdk_version" : "11.0.0",
   "softdevice_fwid" : 129,
   "speedup" : 1
-}"""##,
+}
+"""##,
         "sdk6-nrf51": ##"""
 {
   "address" : "E1:5D:06:51:00:01",
@@ -710,7 +719,8 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   "sdk_version" : "6.1.0",
   "softdevice_fwid" : 79,
   "speedup" : 1
-}"""##,
+}
+"""##,
         "sensor": ##"""
 {
   "name": "Sensor",
@@ -748,6 +758,7 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   },
   "speedup": 1
 }
+
 """##,
         "smp-bracelet": ##"""
 {
@@ -792,6 +803,7 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   },
   "speedup": 1
 }
+
 """##,
         "smp-sensor": ##"""
 {
@@ -836,6 +848,7 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   },
   "speedup": 1
 }
+
 """##,
     ]
 }
