@@ -87,6 +87,18 @@ import Testing
         #expect(TerminalSize.of(fd: pipe.fileHandleForWriting.fileDescriptor) == nil)
     }
 
+    /// The size comes from TIOCGWINSZ on standard output through the wrapper (scripted here: 24 rows, 132 columns).
+    @Test func windowSizeIsTheKernelsAnswer() throws {
+        let mock = SyscallMock(script: [.bytes("ioctl", [24, 0, 132, 0, 0, 0, 0, 0])])
+        let size = mock.run { () -> TerminalSize? in TerminalSize.of(fd: 1) }
+        #expect(mock.violations.isEmpty)
+        #expect(mock.calls.first?.arguments == [1, 0x5413])
+        #expect(size == TerminalSize(columns: 132, rows: 24))
+        // A terminal nobody sized (0 columns) falls back to $COLUMNS.
+        let unsized = SyscallMock(script: [.bytes("ioctl", [0, 0, 0, 0, 0, 0, 0, 0])])
+        #expect(unsized.run { TerminalOutput.size(environment: ["COLUMNS": "100", "LINES": "40"]) } == TerminalSize(columns: 100, rows: 40))
+    }
+
     @Test func dumbOrUnsetTermDoesNotRedraw() {
         #expect(!TerminalOutput.standardOutput(environment: ["TERM": "dumb"]).redraws)
         #expect(!TerminalOutput.standardOutput(environment: [:]).redraws)
