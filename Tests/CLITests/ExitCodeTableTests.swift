@@ -94,7 +94,7 @@ import Testing
         17: .run({ scratch in
             try FileManager.default.createDirectory(atPath: scratch.path("radio"), withIntermediateDirectories: true)
             return ["gatt", "list", "--adapter", "virtual:\(scratch.path("radio"))", "--device", device, "--timeout", "1"]
-        }, says: "was not seen advertising"),
+        }, says: "no such virtual device"),
         18: .mapped(why: "EBUSY on an existing link is a kernel's (tools/vm-test bluetoothd)", error: "AdapterError.busy"),
         19: .mapped(why: "the virtual radio reports a device that stopped listening as not found", error: "AdapterError.connectionRefused"),
         20: .elsewhere(file: "ExitCodeDeviceTests.swift", test: "attErrorsEndIn20", check: "status == 20"),
@@ -106,15 +106,18 @@ import Testing
             return scratch.path("garbage.zip")
         }, says: "not a zip archive"),
         31: .run(inspect { try $0.zip("unsafe.zip", [("../evil.bin", [1, 2, 3])]) }, says: "evil.bin"),
-        32: .run(inspect { try $0.zip("bomb.zip", [("zeros.bin", [UInt8](repeating: 0, count: 1 << 20))], deflate: true) }, says: "zeros.bin"),
+        // Over 1 MiB at a ratio above 100:1 (2 MiB of zeros deflate to about 2 KiB).
+        32: .run(inspect { try $0.zip("bomb.zip", [("manifest.json", [UInt8](repeating: 0, count: 2 << 20))], deflate: true) }, says: "zip bomb"),
         33: .run(inspect { try $0.zip("crc.zip", [("manifest.json", Array("{\"manifest\":{}}".utf8))], corruptFirst: true) }, says: "manifest.json"),
         34: .run(inspect { try $0.zip("nomanifest.zip", [("app.bin", [1, 2, 3])]) }, says: "manifest"),
         35: .run(inspect { scratch in
             try scratch.zip("missing.zip", try scratch.sampleEntries("bracelet-app-v2.zip").filter { !$0.0.hasSuffix(".bin") })
         }, says: "bracelet-app-v2.bin"),
-        36: .run(inspect { scratch in
-            try scratch.zip("baddat.zip", try scratch.sampleEntries("bracelet-app-v2.zip").map { $0.0.hasSuffix(".dat") ? ($0.0, [0xFF, 0xFF]) : $0 })
-        }, says: "init packet"),
+        // Three bytes decode neither as a Secure (protobuf) nor as a Legacy init packet (two bytes would: CRC-16 only).
+        36: .run({ scratch in
+            let entries = try scratch.sampleEntries("bracelet-app-v2.zip").map { $0.0.hasSuffix(".dat") ? ($0.0, [0xFF, 0xFF, 0xFF]) : $0 }
+            return ["package", "verify", try scratch.zip("baddat.zip", entries)]
+        }, says: "bracelet-app-v2.dat does not decode"),
         37: .run({ scratch in
             let entries = try scratch.sampleEntries("bracelet-app-v2.zip").map { $0.0.hasSuffix(".bin") ? ($0.0, $0.1.map { $0 ^ 1 }) : $0 }
             return ["package", "verify", try scratch.zip("tampered.zip", entries)]
