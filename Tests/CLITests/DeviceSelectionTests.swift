@@ -77,7 +77,7 @@ import Testing
         let sensors = try Sensors()
         let words = [CLIRunner.binary.path, "scan", "--adapter", sensors.adapter, "--duration", "2"]
         let screen = try TmuxScreen(width: 80, height: 24, command: words.map(TmuxScreen.quote).joined(separator: " "))
-        let end = try screen.watch(timeout: 60) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        let end = try await screen.watch(timeout: 60) { lines in lines.contains { $0.hasPrefix("[exit") } }
         let rows = end.lines.filter { $0.hasPrefix("C0:FF:EE:") }.map { String($0.prefix(17)) }
         #expect(rows == ["C0:FF:EE:00:00:B2", "C0:FF:EE:00:00:C3", "C0:FF:EE:00:00:A1"], "\(end.lines.joined(separator: "\n"))")
         #expect(end.lines.contains("[exit 0]"))

@@ -22,7 +22,7 @@ import Testing
             "gatt", "read", "0x0FFF", "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
         ])
         #expect(result.status == 20, "\(result.stderr)")
-        Self.expectOneErrorLine(result, containing: "0x0FFF")
+        Self.expectOneErrorLine(result, containing: "Invalid Handle (0x01) to Read Request")
     }
 
     /// The bootloader refuses the init packet (Create Command answered 0x04, insufficient resources): 40.

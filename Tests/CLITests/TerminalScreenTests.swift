@@ -59,27 +59,26 @@ import Testing
             try? FileManager.default.removeItem(at: flash.directory)
         }
         let screen = try TmuxScreen(width: width, height: 24, command: flash.command)
-        var seen: [String] = []
         // Until the first progress line shows.
-        let first = try screen.watch(timeout: 120, each: { Self.expectFits($0, width: width) }) { lines in
-            seen += Self.progressRows(lines)
-            return !Self.progressRows(lines).isEmpty || lines.contains { $0.hasPrefix("[exit") }
+        let first = try await screen.watch(timeout: 120) { lines in
+            !Self.progressRows(lines).isEmpty || lines.contains { $0.hasPrefix("[exit") }
         }
+        for lines in first.screens { Self.expectFits(lines, width: width) }
         #expect(!Self.progressRows(first.lines).isEmpty, "no progress line was seen: \(first.lines.joined(separator: "\n"))")
+        var seen = first.screens.flatMap(Self.progressRows)
         var current = width
         if let resizeTo {
             try screen.resize(width: resizeTo, height: 24)
             current = resizeTo
             // The redraw after SIGWINCH replaces the reflowed line: wait (bounded) until the screen fits again.
-            let fitted = try screen.watch(timeout: 30) { lines in
+            let fitted = try await screen.watch(timeout: 30) { lines in
                 lines.allSatisfy { TerminalOutput.columns(of: $0) <= resizeTo } && Self.progressRows(lines).count <= 1
             }
             #expect(fitted.met, "after the resize to \(resizeTo): \(fitted.lines.joined(separator: "\n"))")
         }
-        let end = try screen.watch(timeout: 300, each: { lines in
-            Self.expectFits(lines, width: current)
-            seen += Self.progressRows(lines)
-        }) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        let end = try await screen.watch(timeout: 300) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        for lines in end.screens { Self.expectFits(lines, width: current) }
+        seen += end.screens.flatMap(Self.progressRows)
         #expect(end.met, "flash did not end: \(end.lines.joined(separator: "\n"))")
         Self.expectFinished(end.lines)
         if width >= 200 && resizeTo == nil {
@@ -108,13 +107,13 @@ import Testing
         let plan = try line.writePlan(expect: 4, connections: 4)
         let words = [CLIRunner.binary.path, "batch", plan] + line.batchArguments
         let screen = try TmuxScreen(width: 80, height: 30, command: words.map(TmuxScreen.quote).joined(separator: " "))
-        var sawFrame = false
-        let end = try screen.watch(timeout: 400, each: { lines in
+        let end = try await screen.watch(timeout: 400) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        for lines in end.screens {
             for row in lines where TerminalOutput.columns(of: row) > 80 { Issue.record("a line wrapped at 80 columns: \(row)") }
             let totals = lines.filter { $0.hasPrefix("done ") && $0.contains("remaining") }
             #expect(totals.count <= 1, "stale totals lines: \(lines.joined(separator: "\n"))")
-            if lines.contains(where: { $0.hasPrefix("Bracelet-") || $0.hasPrefix("Sensor-") }) { sawFrame = true }
-        }) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        }
+        let sawFrame = end.screens.contains { lines in lines.contains { $0.hasPrefix("Bracelet-") || $0.hasPrefix("Sensor-") } }
         #expect(end.met, "batch did not end: \(end.lines.joined(separator: "\n"))")
         #expect(end.lines.contains("[exit 0]"), "\(end.lines.joined(separator: "\n"))")
         #expect(end.lines.contains { $0.hasPrefix("batch finished: 4 done") }, "\(end.lines.joined(separator: "\n"))")
@@ -132,7 +131,7 @@ import Testing
             try? FileManager.default.removeItem(at: flash.directory)
         }
         let screen = try TmuxScreen(width: 80, height: 50, command: "TERM=dumb " + flash.command)
-        let end = try screen.watch(timeout: 300) { lines in lines.contains { $0.hasPrefix("[exit") } }
+        let end = try await screen.watch(timeout: 300) { lines in lines.contains { $0.hasPrefix("[exit") } }
         #expect(end.lines.contains("[exit 0]"), "\(end.lines.joined(separator: "\n"))")
         let plain = end.lines.filter { $0.hasPrefix("part 1/1: ") }
         #expect(plain.count >= 5, "plain progress lines every 10 %: \(end.lines.joined(separator: "\n"))")
