@@ -141,7 +141,9 @@ final class FlashRenderer: Sendable {
         }
         state.withLock { state in
             clearBar(&state)
-            for text in FlashText.final(summary, version: version, device: device) { line(text, &state) }
+            let lines = FlashText.final(summary, version: version, device: device)
+            // -q: the final line only (what runs now, or after a failure the counters; the error line follows).
+            for text in detail == .quiet ? Array(lines.prefix(1)) : lines { line(text, &state) }
         }
     }
 

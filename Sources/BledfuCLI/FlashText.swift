@@ -89,8 +89,9 @@ enum FlashText {
             guard summary.bytesSent > 0 || summary.reconnects > 0 else { return [] }
             return ["Stopped after \(counters)"]
         }
+        // Two short lines rather than one that wraps at 80 columns.
         let runs = version.map { "\(device) now runs \($0)" } ?? "\(device) is updated"
-        var lines = ["Done: \(runs); \(counters)"]
+        var lines = ["Done: \(runs)", "Sent \(counters)"]
         if let message = summary.message { lines.append(message) }
         return lines
     }

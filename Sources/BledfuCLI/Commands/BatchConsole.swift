@@ -100,9 +100,10 @@ final class BatchConsole: @unchecked Sendable {
                     resize = nil
                     redraw(now: now, permanent: nil)
                 }
+                // Two lines: the counts fit 80 columns, the log's path goes on its own.
                 write(
                     "batch \(summary.lineStopped ? "stopped" : summary.interrupted ? "interrupted" : "finished"): "
-                        + "\(summary.done) done, \(summary.skipped) skipped, \(summary.failed) failed, \(summary.pending) pending; "
+                        + "\(summary.done) done, \(summary.skipped) skipped, \(summary.failed) failed, \(summary.pending) pending\n"
                         + "log: \(database)\n")
             }
         }
