@@ -102,6 +102,44 @@ import Testing
 
     @Test func flashAcrossAResizeFrom200To60() async throws { try await run(width: 200, resizeTo: 60) }
 
+    /// A resize while nothing moves (the device stalls: no progress event comes): SIGWINCH alone redraws the line at
+    /// the new width.
+    @Test func aResizeRedrawsAtOnceWhileTheUploadStalls() async throws {
+        try #require(TmuxScreen.available || !Self.inCI, "tmux is missing (tools/setup installs it)")
+        guard TmuxScreen.available else { return }
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "stall-at=create-data#3"])
+        defer { simulator.stop() }
+        let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 64 * 1024)
+        let words = [
+            CLIRunner.binary.path, "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
+            "--state-dir", directory.appendingPathComponent("state").path, "--timeout", "60", "--reconnect-attempts", "0",
+        ]
+        let screen = try TmuxScreen(width: 200, height: 24, command: words.map(TmuxScreen.quote).joined(separator: " "))
+        // The line as it stands when the device stops answering: it does not change for 3 s.
+        let drawn = try await screen.watch(timeout: 120) { lines in
+            Self.progressRows(lines).first.map { !$0.contains(" 0% ") } ?? false
+        }
+        #expect(drawn.met, "\(drawn.lines.joined(separator: "\n"))")
+        var before = try #require(Self.progressRows(drawn.lines).first)
+        while true {
+            let current = before
+            let changed = try await screen.watch(timeout: 3) { lines in Self.progressRows(lines).first != current }
+            guard changed.met, let next = Self.progressRows(changed.lines).first else { break }
+            before = next
+        }
+        #expect(TerminalOutput.columns(of: before) > 60, "\(before)")
+        let percent = try #require(before.split(separator: " ").first { $0.hasSuffix("%") })
+        try screen.resize(width: 60, height: 24)
+        let redrawn = try await screen.watch(timeout: 20) { lines in
+            let progress = Self.progressRows(lines)
+            return progress.count == 1 && progress.allSatisfy { TerminalOutput.columns(of: $0) <= 60 }
+        }
+        #expect(redrawn.met, "no redraw after the resize: \(redrawn.lines.joined(separator: "\n"))")
+        #expect(Self.progressRows(redrawn.lines).first?.contains(" \(percent) ") == true, "the same progress, redrawn")
+    }
+
     /// `bledfu batch`'s live view at 80 columns: four devices at once (lines of about 100 columns uncut), no line
     /// wraps, no frame is left behind (one totals line on screen at every moment), and the summary at the end.
     @Test func batchLiveViewAt80Columns() async throws {
