@@ -63,7 +63,7 @@ struct OpenConnection {
     }
 }
 
-/// Connects, wraps the bearer for `--capture` and `--verbose`, and exchanges the MTU.
+/// Connects, wraps the bearer for `--capture` and `--trace`, and exchanges the MTU.
 func openConnection(_ options: GlobalOptions, _ device: DeviceOptions) async throws -> OpenConnection {
     var connectOptions = ConnectOptions(timeout: options.timeoutDuration)
     connectOptions.securityLevel = device.security
@@ -74,7 +74,7 @@ func openConnection(_ options: GlobalOptions, _ device: DeviceOptions) async thr
     return OpenConnection(att: connection.att, gatt: connection.gatt, capture: capture)
 }
 
-/// Connects to `peer`, wraps the bearer for `--capture` and `--verbose`, and exchanges the MTU.
+/// Connects to `peer`, wraps the bearer for `--capture` and `--trace`, and exchanges the MTU.
 ///
 /// - Parameter capture: an open capture to append to (one file across reconnects), or nil to open `capturePath`.
 /// - Returns: the connection (its `capture` is nil: the caller owns the writer) and the capture writer in use.
@@ -114,7 +114,7 @@ func connectATT(
     return (OpenConnection(att: att, gatt: GATTClient(att: att), capture: nil), writer)
 }
 
-/// `--verbose`: one line per PDU on standard error.
+/// `--trace` (`-vv`): one line per PDU on standard error.
 struct TraceObserver: PDUObserver {
     func observe(pdu: [UInt8], sent: Bool) {
         let text = (try? ATTPDU(decoding: pdu).description) ?? "undecodable PDU \(pdu.hexString)"

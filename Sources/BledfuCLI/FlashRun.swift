@@ -158,7 +158,7 @@ func flashFailure(_ error: DFUError, settings: FlashSettings, device: String) ->
     return CLIError(message, exitCode: FlashExit.code(for: error))
 }
 
-/// `--capture` and `--verbose` for every link of an update: one capture file across reconnects, opened with the
+/// `--capture` and `--trace` for every link of an update: one capture file across reconnects, opened with the
 /// first link's connection handle.
 final class CaptureHook: Sendable {
     let path: String?
