@@ -78,6 +78,24 @@ import Testing
         #expect(events.last?["bytesSent"] as? Int == 8192)
     }
 
+    /// `gatt subscribe --json` says it waits (a `subscribed` event) before the first value.
+    @Test func subscribeSaysItWaits() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try FlashSimulator(directory: directory)
+        defer { simulator.stop() }
+        // Writing 01 to the buttonless characteristic asks for the bootloader: the device indicates its answer.
+        let result = try await CLIRunner.run([
+            "gatt", "subscribe", "8EC90003-F315-4F60-9FB8-838830DAEA50", "--adapter", "virtual:\(simulator.radio)",
+            "--device", FlashFixture.device, "--json", "--count", "1", "--then-write", "01",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = CLIRunner.events(result)
+        #expect(events.map { $0["event"] as? String } == ["subscribed", "indication"], "\(result.stdout)")
+        #expect(events.first?["kind"] as? String == "indication")
+        #expect(events.allSatisfy { $0["time"] is String })
+    }
+
     @Test func gattListNamesStandardUUIDsAndSaysPropertiesInWords() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

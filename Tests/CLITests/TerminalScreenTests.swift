@@ -16,10 +16,11 @@ import Testing
         let command: String
     }
 
-    /// A simulated bracelet slow enough (speedup 8, a 96 KiB image) that the progress line is redrawn many times.
-    static func flash() async throws -> Flash {
+    /// A simulated bracelet slow enough (speedup 8, a 96 KiB image: about 5 s alone) that the progress line is
+    /// redrawn many times; `speedup` 2 makes it last long enough to resize the window in the middle.
+    static func flash(speedup: Int = 8) async throws -> Flash {
         let directory = try FlashFixture.temporaryDirectory()
-        let simulator = try FlashSimulator(directory: directory, speedup: 8)
+        let simulator = try FlashSimulator(directory: directory, speedup: speedup)
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 96 * 1024)
         let words = [
             CLIRunner.binary.path, "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
@@ -58,15 +59,17 @@ import Testing
     func run(width: Int, resizeTo: Int? = nil) async throws {
         try #require(TmuxScreen.available || !Self.inCI, "tmux is missing (tools/setup installs it)")
         guard TmuxScreen.available else { return }
-        let flash = try await Self.flash()
+        let flash = try await Self.flash(speedup: resizeTo == nil ? 8 : 2)
         defer {
             flash.simulator.stop()
             try? FileManager.default.removeItem(at: flash.directory)
         }
         let screen = try TmuxScreen(width: width, height: 24, command: flash.command)
-        // Until the first progress line shows.
+        // Until the first progress line shows (before half of the upload, to resize in the middle of it).
         let first = try await screen.watch(timeout: 120) { lines in
-            !Self.progressRows(lines).isEmpty || lines.contains { $0.hasPrefix("[exit") }
+            Self.progressRows(lines).contains { row in
+                row.split(separator: " ").first { $0.hasSuffix("%") }.flatMap { Int($0.dropLast()) }.map { $0 < 50 } ?? false
+            } || lines.contains { $0.hasPrefix("[exit") }
         }
         for lines in first.screens { Self.expectFits(lines, width: width) }
         #expect(!Self.progressRows(first.lines).isEmpty, "no progress line was seen: \(first.lines.joined(separator: "\n"))")
