@@ -86,10 +86,24 @@ final class TmuxScreen: @unchecked Sendable {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // The runner's threads block most signals and children inherit the mask: tmux, the shell and the command in
+        // its pane would never see SIGHUP, SIGTERM or SIGWINCH (kill-server then left the server running).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        sigdelset(&all, SIGKILL)
+        sigdelset(&all, SIGSTOP)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([Self.tmux] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, Self.tmux, &actions, nil, argv, environ)
+        let spawned = posix_spawn(&pid, Self.tmux, &actions, &attributes, argv, environ)
         if capture { close(fds[1]) }
         guard spawned == 0 else {
             if capture { close(fds[0]) }
