@@ -66,6 +66,57 @@ import Testing
             }
         }
 
+        /// A plan for the radio `radio/` of this directory: one bracelet class, discovery for `seconds`, no retry,
+        /// the line stopping after one failure.
+        func plan(discover seconds: Int) throws -> String {
+            try FileManager.default.createDirectory(atPath: path("radio"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: path("state"), withIntermediateDirectories: true)
+            let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/bracelet-app-v2.zip").path
+            let text = """
+                adapters:
+                  - name: virtual:\(path("radio"))
+                    connections: 1
+                classes:
+                  bracelet:
+                    package: \(sample)
+                discover:
+                  duration: \(seconds)
+                  expect: 1
+                  rules:
+                    - class: bracelet
+                      name_prefix: Bracelet
+                policies:
+                  retries: 0
+                  stop_after_failures: 1
+
+                """
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path("plan.yaml")))
+            return path("plan.yaml")
+        }
+
+        /// Starts tools/example-virtual-device.py (no DFU service) on `radio/`, advertising `name`; the test stops
+        /// it after the run (its pid is in `pids`).
+        func device(name: String) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [
+                "python3", CLIRunner.repositoryRoot.appendingPathComponent("tools/example-virtual-device.py").path,
+                "--radio", path("radio"), "--address", "C0:FF:EE:00:00:51", "--name", name,
+            ]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try Data("\(process.processIdentifier)\n".utf8).write(to: URL(fileURLWithPath: path("pids")))
+            let adv = path("radio/C0-FF-EE-00-00-51.adv")
+            for _ in 0..<1000 where !FileManager.default.fileExists(atPath: adv) { usleep(10_000) }
+        }
+
+        /// Stops what ``device(name:)`` started.
+        func stopDevices() {
+            let text = (try? String(contentsOf: URL(fileURLWithPath: path("pids")), encoding: .utf8)) ?? ""
+            for pid in text.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGTERM) }
+        }
+
         private func pythonString(_ text: String) -> String {
             "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
         }
@@ -134,9 +185,17 @@ import Testing
         47: .mapped(why: "an SMP image that reverts after the reset (MCUmgrTests.SMPEndToEndTests)", error: "DFUError.reverted"),
         50: .elsewhere(file: "BatchCLITests.swift", test: "sixteenDevicesInOneBatch", check: "status == 50"),
         51: .elsewhere(file: "BatchCLITests.swift", test: "aBadPlanIsRejectedWithItsLine", check: "status == 51"),
-        52: .mapped(why: "a line that stops after its failures is a batch run of many devices", error: "batch-line-stopped"),
+        // A device without DFU fails (45) and the plan stops the line after one failure.
+        52: .run({ scratch in
+            let plan = try scratch.plan(discover: 3)
+            try scratch.device(name: "Bracelet-X")
+            return ["batch", plan, "--state-dir", scratch.path("state"), "--db", scratch.path("line.sqlite")]
+        }, says: "the line stopped after 1 failed device(s)"),
         53: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 53"),
-        54: .mapped(why: "a plan whose devices never appear waits out its discovery", error: "batch-no-devices"),
+        54: .run({ scratch in
+            let plan = try scratch.plan(discover: 1)
+            return ["batch", plan, "--state-dir", scratch.path("state"), "--db", scratch.path("line.sqlite")]
+        }, says: "no device found"),
         55: .mapped(why: "a bench batch is minutes of measured runs (BatchBenchTests)", error: "bench-goal-missed"),
         56: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 56"),
         57: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 57"),
@@ -159,7 +218,9 @@ import Testing
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bledfu-exit-\(code)-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
-            let result = try await CLIRunner.run(try await arguments(Scratch(directory: directory)), timeout: 120)
+            let scratch = Scratch(directory: directory)
+            defer { scratch.stopDevices() }
+            let result = try await CLIRunner.run(try await arguments(scratch), timeout: 120)
             #expect(result.status == code, "\(code): exit \(result.status), \(result.stderr)")
             if let says {
                 #expect(result.errorLines.count == 1, "\(code): \(result.stderr)")
