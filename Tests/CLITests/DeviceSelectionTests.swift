@@ -66,6 +66,8 @@ import Testing
         #expect(strong.status == 0, "\(strong.stderr)")
         #expect(strong.lines.map { String($0.prefix(17)) } == ["C0:FF:EE:00:00:B2", "C0:FF:EE:00:00:C3"], "\(strong.stdout)")
         #expect(strong.stderr.contains("2 device(s) found"))
+        let quiet = try await CLIRunner.run(["scan", "--adapter", sensors.adapter, "--duration", "1", "-q"])
+        #expect(quiet.status == 0 && quiet.stderr.isEmpty && quiet.lines.count == 3, "\(quiet.stdout)\(quiet.stderr)")
     }
 
     /// On a terminal (tmux) the table is drawn live and stays sorted; nothing of an earlier drawing is left.

@@ -37,7 +37,7 @@ struct GattSubscribe: AsyncParsableCommand {
                     "event": "subscribed", "uuid": characteristic.uuid.description, "handle": Int(handle),
                     "kind": characteristic.properties.contains(.notify) ? "notification" : "indication",
                 ])
-            } else {
+            } else if !options.quiet {
                 Console.out(
                     "subscribed to \(AssignedNumbers.label(characteristic.uuid)) (0x\(hex4(handle))); waiting for "
                         + "\(characteristic.properties.contains(.notify) ? "notifications" : "indications") (Ctrl-C stops)")

@@ -46,7 +46,7 @@ struct ScanCommand: AsyncParsableCommand {
             throw CLIError(error)
         }
         if !options.json && !live { for line in Self.table(devices) { Console.out(line) } }
-        if !options.json { Console.errorRaw("\(devices.count) device(s) found on \(adapter.name)") }
+        if !options.json, !options.quiet { Console.errorRaw("\(devices.count) device(s) found on \(adapter.name)") }
     }
 
     /// One line per device, strongest first (ties by address): address, type, RSSI, family, name, services with
