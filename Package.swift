@@ -141,7 +141,7 @@ var targets: [Target] = [
     .target(
         name: "BledfuKit",
         dependencies: [
-            "BLECore", "GATT", "DFUCore", "SecureDFU", "LegacyDFU", "MCUmgr", "LinuxIO", .product(name: "Crypto", package: "swift-crypto"),
+            "BLECore", "GATT", "DFUCore", "DFUPackage", "SecureDFU", "LegacyDFU", "MCUmgr", "LinuxIO", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"), log,
         ],
         swiftSettings: swiftSettings
@@ -179,8 +179,10 @@ var targets: [Target] = [
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Yams", package: "Yams"),
             log,
         ],
+        exclude: ["Data"],  // assigned-numbers.tsv; tools/generate-embedded carries it in Generated/EmbeddedData.swift
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI", log], swiftSettings: swiftSettings),

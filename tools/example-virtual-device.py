@@ -161,9 +161,9 @@ def advertisement(address, name):
     return flags + services + bytes([1 + len(encoded), 0x09]) + encoded
 
 
-def write_adv(radio, base, address, name):
-    text = "address=%s\naddress_type=random\nrssi=-50\nconnectable=1\ndata=%s\n" % (
-        address, advertisement(address, name).hex())
+def write_adv(radio, base, address, name, rssi=-50):
+    text = "address=%s\naddress_type=random\nrssi=%d\nconnectable=1\ndata=%s\n" % (
+        address, rssi, advertisement(address, name).hex())
     tmp = os.path.join(radio, "." + base + ".adv.tmp")
     with open(tmp, "w") as f:
         f.write(text)
@@ -201,6 +201,7 @@ def main():
     parser.add_argument("--address", required=True, help="device address, e.g. C0:FF:EE:00:00:01")
     parser.add_argument("--name", required=True, help="advertised name")
     parser.add_argument("--notify-interval", type=float, default=0, help="seconds between notifications")
+    parser.add_argument("--rssi", type=int, default=-50, help="the RSSI (dBm) scanners hear it at")
     args = parser.parse_args()
 
     address = args.address.upper()
@@ -227,7 +228,7 @@ def main():
     device = Device(args.name)
     try:
         while True:
-            write_adv(radio, base, address, args.name)
+            write_adv(radio, base, address, args.name, args.rssi)
             conn, _ = listener.accept()
             remove(adv_path)  # one connection at a time: not advertising while connected
             with conn:

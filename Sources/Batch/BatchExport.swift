@@ -62,7 +62,6 @@ public enum BatchExport {
             totals: totals)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
         guard let data = try? encoder.encode(report) else { return "{}\n" }
         return String(decoding: data, as: UTF8.self) + "\n"
     }

@@ -12,14 +12,17 @@ public struct LiveView: Sendable {
         public var attempt: Int
         public var progress: DeviceProgress
 
+        /// "Bracelet-3 [C6:05:04:03:04:01] #1 uploading part 1/1 [#####-----] 52% 15232/29284 B on hci0": what a
+        /// person looks for first comes first (a terminal narrower than the line cuts its end: the adapter, which
+        /// may be a long virtual radio path).
         public var text: String {
             let label = (name.map { "\($0) " } ?? "") + "[\(address)]"
-            var line = "\(label) \(adapter) #\(attempt) \(progress.stage)"
+            var line = "\(label) #\(attempt) \(progress.stage)"
             if progress.total > 0, progress.stage == "uploading" {
                 let bar = String(repeating: "#", count: progress.percent / 10) + String(repeating: "-", count: 10 - progress.percent / 10)
                 line += " part \(progress.part)/\(progress.parts) [\(bar)] \(progress.percent)% \(progress.bytes)/\(progress.total) B"
             }
-            return line
+            return line + " on \(adapter)"
         }
     }
 
@@ -118,7 +121,17 @@ public struct LiveView: Sendable {
         case .message(let text):
             objects.append(["event": "message", "message": text])
         }
-        return objects.compactMap(Self.encode)
+        let time = Self.timestamp(date)
+        return objects.map { object in object.merging(["time": time]) { own, _ in own } }.compactMap(Self.encode)
+    }
+
+    /// RFC 3339 UTC with milliseconds (`2026-11-28T04:05:06.789Z`): the `time` of every NDJSON event bledfu writes
+    /// (docs/events.md).
+    public static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
     }
 
     public func totalsObject(at date: Date) -> [String: any Sendable] {

@@ -1,6 +1,11 @@
 import ArgumentParser
+import BLECore
+import Batch
+import DFUCore
+import DFUPackage
 import CBuildInfo
 import Foundation
+import GATT
 
 /// The `bledfu` root command.
 public struct BledfuCommand: AsyncParsableCommand {
@@ -41,17 +46,53 @@ public struct BledfuCommand: AsyncParsableCommand {
             Console.error(error.message)
             return error.exitCode
         } catch {
-            // Help, version and usage errors: let ArgumentParser print them as usual.
-            let code = exitCode(for: error)
-            let message = fullMessage(for: error)
-            if !message.isEmpty {
-                if code == .success {
-                    print(message)
-                } else {
-                    Console.errorRaw(message)
-                }
+            if let mapped = CLIError(mapping: error) {
+                Console.error(mapped.message)
+                return mapped.exitCode
             }
+            return renderParserError(error)
+        }
+    }
+
+    /// Help and version go to standard output as ArgumentParser writes them; every other error (a usage error, a
+    /// `ValidationError` from `validate()` or `run()`) becomes one `bledfu: error: …` line on standard error, with
+    /// where to read more (`see 'bledfu flash --help'`) for a usage error, and exit 64 (ArgumentParser's own
+    /// prefix `Error:` is never printed: one prefix for every error, issue 19 point 6).
+    static func renderParserError(_ error: any Error) -> Int32 {
+        let code = exitCode(for: error)
+        if code == .success {
+            let text = fullMessage(for: error)
+            if !text.isEmpty { print(text) }
             return code.rawValue
+        }
+        let message = Self.message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !message.isEmpty else { return code.rawValue }
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        var line = lines.joined(separator: "; ")
+        if let see = helpPointer(fullMessage(for: error)) { line += " (\(see))" }
+        Console.error(line)
+        return code.rawValue
+    }
+
+    /// `see 'bledfu flash --help'`, from ArgumentParser's usage text ("  See 'bledfu flash --help' for more
+    /// information."), or nil.
+    static func helpPointer(_ full: String) -> String? {
+        guard let start = full.range(of: "See '"), let end = full[start.upperBound...].range(of: "'") else { return nil }
+        return "see '\(full[start.upperBound..<end.lowerBound])'"
+    }
+}
+
+extension CLIError {
+    /// A library error that reached the command's top without being turned into a ``CLIError``: its message and
+    /// its registry code (nil for ArgumentParser's errors and anything else).
+    init?(mapping error: any Error) {
+        switch error {
+        case let error as AdapterError: self.init(error)
+        case let error as ATTClientError: self.init(error)
+        case let error as PackageError: self.init(error.message, exitCode: ExitCodeRegistry.code(for: error))
+        case let error as DFUError: self.init(error.message, exitCode: ExitCodeRegistry.code(for: error))
+        case let error as BatchLogError: self.init(error)
+        default: return nil
         }
     }
 }
@@ -66,12 +107,20 @@ enum Console {
         errorRaw("bledfu: warning: \(message)")
     }
 
+    /// One line on standard output, written at once (`print` buffers it when standard output is a file or a pipe,
+    /// and a line that says the command waits must be seen while it waits).
+    static func out(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
     static func errorRaw(_ message: String) {
         FileHandle.standardError.write(Data((message + "\n").utf8))
     }
 
-    /// One NDJSON object per line.
-    static func json(_ object: [String: any Sendable]) {
+    /// One NDJSON object per line, with its `time` (RFC 3339 UTC, docs/events.md).
+    static func json(_ fields: [String: any Sendable]) {
+        var object = fields
+        if object["time"] == nil { object["time"] = LiveView.timestamp(Date()) }
         guard JSONSerialization.isValidJSONObject(object),
             let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }

@@ -20,10 +20,9 @@ struct DeviceOptions: ParsableArguments {
         help: ArgumentHelp("BT_SECURITY level for the link (1 low, 2 medium, 3 high, 4 FIPS).", valueName: "level"))
     var security: UInt8?
 
+    /// The address is checked when the command runs (``peer()``), not here: a bad address ends in its own exit
+    /// code (14, `bad-address`), which ArgumentParser's validation cannot give.
     func validate() throws {
-        guard BluetoothAddress(device) != nil else {
-            throw ValidationError("bad device address '\(device)': expected six hex bytes like C0:FF:EE:00:00:01")
-        }
         if let security, !(1...4).contains(security) { throw ValidationError("--security must be 1 to 4") }
     }
 
@@ -64,17 +63,18 @@ struct OpenConnection {
     }
 }
 
-/// Connects, wraps the bearer for `--capture` and `--verbose`, and exchanges the MTU.
+/// Connects, wraps the bearer for `--capture` and `--trace`, and exchanges the MTU.
 func openConnection(_ options: GlobalOptions, _ device: DeviceOptions) async throws -> OpenConnection {
     var connectOptions = ConnectOptions(timeout: options.timeoutDuration)
     connectOptions.securityLevel = device.security
+    let peer = try device.peer()  // a bad address is reported before the adapter is looked at
     let (connection, capture) = try await connectATT(
-        adapter: try makeAdapter(options), peer: try device.peer(), options: connectOptions,
-        capturePath: options.capture, capture: nil, verbose: options.verbose)
+        adapter: try makeAdapter(options), peer: peer, options: connectOptions,
+        capturePath: options.capture, capture: nil, verbose: options.tracesATT)
     return OpenConnection(att: connection.att, gatt: connection.gatt, capture: capture)
 }
 
-/// Connects to `peer`, wraps the bearer for `--capture` and `--verbose`, and exchanges the MTU.
+/// Connects to `peer`, wraps the bearer for `--capture` and `--trace`, and exchanges the MTU.
 ///
 /// - Parameter capture: an open capture to append to (one file across reconnects), or nil to open `capturePath`.
 /// - Returns: the connection (its `capture` is nil: the caller owns the writer) and the capture writer in use.
@@ -114,7 +114,7 @@ func connectATT(
     return (OpenConnection(att: att, gatt: GATTClient(att: att), capture: nil), writer)
 }
 
-/// `--verbose`: one line per PDU on standard error.
+/// `--trace` (`-vv`): one line per PDU on standard error.
 struct TraceObserver: PDUObserver {
     func observe(pdu: [UInt8], sent: Bool) {
         let text = (try? ATTPDU(decoding: pdu).description) ?? "undecodable PDU \(pdu.hexString)"

@@ -57,6 +57,11 @@ enum ExitCodeRegistry {
             22, "adapter-busy",
             "the adapter cannot create a connection now: its controller is busy scanning or creating another one, or the adapter advertises (retry)",
             ["AdapterError.adapterBusy"]),
+        // 23: `--name` that several devices answer to; scripts tell it from a device not found (17) and rerun with
+        // --device or --strongest.
+        ExitCodeEntry(
+            23, "ambiguous-device",
+            "`--name` matches several devices (they are listed; give `--device`, or `--strongest` to take the strongest)"),
         ExitCodeEntry(
             30, "invalid-archive", "the package is not a readable zip archive (or no family reads it)",
             ["PackageError.invalid-archive", "DFUError.invalid-package"]),
@@ -120,7 +125,9 @@ enum ExitCodeRegistry {
         ExitCodeEntry(
             59, "flash-stalled",
             "`batch`, a device's attempt (its `exit_code` in the log): its `bledfu flash` printed nothing for `flash.stall_timeout` and was killed"),
-        ExitCodeEntry(64, "usage", "bad arguments", ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option"]),
+        ExitCodeEntry(
+            64, "usage", "bad arguments",
+            ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option", "PackageError.invalid-options"]),
         ExitCodeEntry(
             130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable)",
             ["DFUError.stopped", "DFUError.cancelled"]),

@@ -28,6 +28,8 @@ public enum BledfuExit {
     public static let noFreeLink = ExitCodeRegistry.code("no-free-link")
     /// The adapter cannot create a connection right now (controller busy scanning or creating another one).
     public static let adapterBusy = ExitCodeRegistry.code("adapter-busy")
+    /// `--name` matches several devices (and no `--strongest`).
+    public static let ambiguousDevice = ExitCodeRegistry.code("ambiguous-device")
     /// The first package code (30-39: docs/packages.md).
     public static let packageInvalid = ExitCodeRegistry.code("invalid-archive")
     /// The first DFU code (40-49: docs/engine.md).

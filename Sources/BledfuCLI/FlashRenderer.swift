@@ -1,11 +1,14 @@
+import Batch
 import DFUCore
 import Foundation
 import LinuxIO
 import Synchronization
 
-/// How `bledfu flash` shows an update's events: a live bar on a terminal, plain lines about every 10 % otherwise,
-/// NDJSON with `--json` (``UpdateEventRecord``: the event and the seconds since the command started; docs/events.md).
-/// It renders; it decides nothing about the update.
+/// How `bledfu flash` shows an update's events: on a terminal a progress line redrawn in place (cut to the
+/// terminal's width, redrawn at once when the window is resized), plain lines about every 10 % on a pipe, a file
+/// or `TERM=dumb`, NDJSON with `--json` (``UpdateEventRecord``: the event, the seconds since the command started and
+/// the wall-clock time; docs/events.md). `-q` keeps errors and the final line, `-v` adds detail. It renders; it
+/// decides nothing about the update.
 final class FlashRenderer: Sendable {
     enum Style { case terminal, plain, json }
 
@@ -13,16 +16,30 @@ final class FlashRenderer: Sendable {
         var lastPercent = -1
         var lastObject: Int?
         var lastBarUpdate = ContinuousClock.now.advanced(by: .seconds(-10))
-        var barShown = false
+        var region = LiveRegion()
+        /// The progress shown on the terminal (redrawn after a resize).
+        var shown: UpdateProgress?
     }
 
     let style: Style
+    let detail: OutputDetail
     private let started = ContinuousClock.now
+    private let startedAt = Date()
     private let state = Mutex(State())
+    private let resize = Mutex<SignalWatch?>(nil)
 
-    init(json: Bool) {
-        style = json ? .json : (system_isatty(1) != 0 ? .terminal : .plain)
+    init(json: Bool, detail: OutputDetail = .normal) {
+        style = json ? .json : (TerminalOutput.standardOutput().redraws ? .terminal : .plain)
+        self.detail = detail
+        if style == .terminal {
+            // SIGWINCH: redraw the progress line at the new width at once (LiveRegion counts the rows the old one
+            // takes now).
+            let watch = SignalWatch(signals: [SIGWINCH]) { [weak self] _ in self?.redrawAfterResize() }
+            resize.withLock { $0 = watch }
+        }
     }
+
+    deinit { resize.withLock { $0?.cancel() } }
 
     /// Seconds since the command started, millisecond precision.
     var elapsed: Double {
@@ -52,107 +69,83 @@ final class FlashRenderer: Sendable {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(UpdateEventRecord(event, elapsed: elapsed)) else { return }
+        let record = UpdateEventRecord(event, elapsed: elapsed, time: LiveView.timestamp(startedAt.addingTimeInterval(elapsed)))
+        guard let data = try? encoder.encode(record) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 
     private func renderText(_ event: UpdateEvent, _ state: inout State) {
         switch event {
-        case .progress(let p): renderProgress(p, &state)
+        case .progress(let p):
+            if detail > .quiet { renderProgress(p, &state) }
         case .warning(let text):
-            if state.barShown { line("", &state) }
+            guard detail > .quiet else { return }
+            clearBar(&state)
             Console.warning(text)
-        case .message(let text): line(text, &state)
         case .uploading:
             state.lastPercent = -1
             state.lastObject = nil
-            line(Self.describe(event), &state)
-        case .result, .unknown: break
-        default: line(Self.describe(event), &state)
+            if detail > .quiet, let text = FlashText.sentence(event) { line(text, &state) }
+        default:
+            if detail > .quiet, let text = FlashText.sentence(event) { line(text, &state) }
         }
     }
 
-    /// "connecting: address=C0:FF:EE:00:00:01" (the state and its fields, sorted).
-    static func describe(_ event: UpdateEvent) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(event),
-            let fields = try? JSONDecoder().decode([String: TextField].self, from: data)
-        else { return "\(event)" }
-        let name = fields["state"]?.text ?? fields["event"]?.text ?? ""
-        let details = fields.filter { $0.key != "event" && $0.key != "state" }.sorted { $0.key < $1.key }
-            .map { "\($0.key)=\($0.value.text)" }.joined(separator: " ")
-        return details.isEmpty ? name : "\(name): \(details)"
-    }
-
     private func renderProgress(_ p: UpdateProgress, _ state: inout State) {
-        let object = p.object.map { " obj \($0)/\(p.objects ?? 0)" } ?? ""
         switch style {
         case .json: return
         case .plain:
-            guard p.percent / 10 != state.lastPercent / 10 || state.lastPercent < 0 else { return }
-            Self.out(
-                "part \(p.part)/\(p.parts): \(p.percent)% (\(p.bytes)/\(p.total) bytes, \(Self.kB(p.bytesPerSecond)) kB/s)\n")
+            let step = detail == .verbose ? 1 : 10
+            guard p.percent / step != state.lastPercent / step || state.lastPercent < 0 else { return }
+            Self.out(FlashText.plainProgress(p) + "\n")
         case .terminal:
             let now = ContinuousClock.now
             guard state.lastBarUpdate.duration(to: now) > .milliseconds(100) || p.bytes == p.total else { return }
             state.lastBarUpdate = now
-            let width = 24
-            let filled = p.total > 0 ? width * p.bytes / p.total : width
-            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: max(0, width - filled))
-            let eta = p.etaSeconds.map { "\($0 / 60):" + String(format: "%02d", $0 % 60) } ?? "--:--"
-            let text = "part \(p.part)/\(p.parts) [\(bar)] \(p.percent)%\(object) \(p.bytes)/\(p.total) B "
-                + "\(Self.kB(p.bytesPerSecond)) kB/s (avg \(Self.kB(p.averageBytesPerSecond))) ETA \(eta) retries \(p.retries)"
-            FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + text).utf8))
-            state.barShown = true
+            state.shown = p
+            drawBar(p, &state)
         }
         state.lastPercent = p.percent
         state.lastObject = p.object
     }
 
-    private func line(_ text: String, _ state: inout State) {
-        if state.barShown {
-            FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8))
-            state.barShown = false
+    private func drawBar(_ p: UpdateProgress, _ state: inout State) {
+        let size = TerminalOutput.size()
+        Self.out(state.region.redraw([FlashText.progress(p, width: size.columns)], size: size, newline: false))
+    }
+
+    private func redrawAfterResize() {
+        state.withLock { state in
+            guard let shown = state.shown else { return }
+            drawBar(shown, &state)
         }
+    }
+
+    private func clearBar(_ state: inout State) {
+        guard state.shown != nil else { return }
+        Self.out(state.region.erase(width: TerminalOutput.size().columns))
+        state.shown = nil
+    }
+
+    private func line(_ text: String, _ state: inout State) {
+        clearBar(&state)
         Self.out(text + "\n")
     }
 
-    /// The final summary and, with `--json`, the result event.
-    func finish(_ summary: UpdateSummary) {
+    /// The final line(s) and, with `--json`, the result event. `version` is what now runs ("application version
+    /// 2"), `device` the device's address.
+    func finish(_ summary: UpdateSummary, version: String? = nil, device: String = "the device") {
         if style == .json {
             render(.result(summary))
             return
         }
         state.withLock { state in
-            let seconds = String(format: "%.1f", summary.seconds)
-            line(
-                "\(summary.success ? "done" : "stopped") in \(seconds) s: \(summary.bytesSent) bytes sent at "
-                    + "\(Self.kB(summary.averageBytesPerSecond)) kB/s average, \(summary.bytesResent) resent, "
-                    + "\(summary.checkpoints) checkpoint(s), \(summary.reconnects) reconnect(s)", &state)
-            if summary.success, let message = summary.message { line(message, &state) }
+            clearBar(&state)
+            let lines = FlashText.final(summary, version: version, device: device)
+            // -q: the final line only (what runs now, or after a failure the counters; the error line follows).
+            for text in detail == .quiet ? Array(lines.prefix(1)) : lines { line(text, &state) }
         }
     }
 
     static func out(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
-
-    static func kB(_ bytesPerSecond: Int) -> String { String(format: "%.1f", Double(bytesPerSecond) / 1000) }
-}
-
-/// A JSON scalar as text (for the plain rendering of an event's fields).
-private struct TextField: Decodable {
-    var text: String
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let value = try? container.decode(Bool.self) {
-            text = "\(value)"
-        } else if let value = try? container.decode(Int.self) {
-            text = "\(value)"
-        } else if let value = try? container.decode(Double.self) {
-            text = "\(value)"
-        } else {
-            text = (try? container.decode(String.self)) ?? ""
-        }
-    }
 }

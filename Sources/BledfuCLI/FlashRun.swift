@@ -38,11 +38,15 @@ struct FlashSettings: Sendable {
     var security: UInt8?
     var adapter: String
     var json = false
+    /// `--trace`/`-vv`: every ATT PDU on standard error.
     var verbose = false
+    var detail = OutputDetail.normal
     var timeout: Double = 10
     var capture: String?
     /// Family settings (`smp.confirm`).
     var settings: [String: String] = [:]
+    /// What choosing the device by `--name`/`--min-rssi` found (rendered before the update's own events).
+    var selection: [UpdateEvent] = []
 
     static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
 
@@ -53,7 +57,7 @@ struct FlashSettings: Sendable {
             do {
                 return try PackageSource(contentsOf: URL(fileURLWithPath: packagePath))
             } catch {
-                throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
+                throw CLIError(error.message, exitCode: ExitCodeRegistry.code(for: error))  // 39 for a file it cannot read
             }
         }
         guard let image = FileManager.default.contents(atPath: packagePath) else {
@@ -103,7 +107,8 @@ struct FlashSettings: Sendable {
 /// (or an abort), and its end into the result line and the exit code. Throws a ``CLIError`` on failure.
 func runFlash(_ settings: FlashSettings) async throws {
     if settings.json { ReaderWatch.start() }
-    let renderer = FlashRenderer(json: settings.json)
+    let renderer = FlashRenderer(json: settings.json, detail: settings.detail)
+    for event in settings.selection { renderer.render(event) }
     let run: UpdateRun
     let capture = CaptureHook(path: settings.capture, verbose: settings.verbose)
     defer { capture.close() }
@@ -140,7 +145,9 @@ func runFlash(_ settings: FlashSettings) async throws {
     do {
         let result = try await run.result()
         // The families' line on how the parts got there (Legacy: restarts, bytes sent again and why).
-        renderer.finish(UpdateSummary(success: true, exitCode: 0, statistics: result.statistics, message: result.summary))
+        renderer.finish(
+            UpdateSummary(success: true, exitCode: 0, statistics: result.statistics, message: result.summary),
+            version: FlashText.version(packagePath: settings.packagePath, scope: settings.scope), device: result.deviceAddress)
     } catch {
         let failure = flashFailure(error, settings: settings, device: device.withLock { $0 })
         renderer.finish(
@@ -175,7 +182,7 @@ func flashFailure(_ error: DFUError, settings: FlashSettings, device: String) ->
     return CLIError(message, exitCode: FlashExit.code(for: error))
 }
 
-/// `--capture` and `--verbose` for every link of an update: one capture file across reconnects, each link in it with
+/// `--capture` and `--trace` for every link of an update: one capture file across reconnects, each link in it with
 /// its connection (peer address, handle) and disconnection (docs/captures.md).
 final class CaptureHook: Sendable {
     let path: String?

@@ -1,12 +1,18 @@
 import Crypto
 import DFUCore
+import DFUPackage
 import Foundation
 
 extension PackageSource {
     /// Reads a package (or image) file and computes its SHA-256 (the journal's key).
     public init(contentsOf url: URL) throws(DFUError) {
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw DFUError(.invalidPackage, "cannot read \(url.path)")
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            // A file that cannot be read is an I/O failure (exit 39), not a package that fails to parse (30).
+            let message = FileProblem.describe("read", url.path, error)
+            throw DFUError(.invalidPackage, message, cause: PackageError(.io, message))
         }
         let bytes = [UInt8](data)
         self.init(fileName: url.lastPathComponent, bytes: bytes, sha256: Self.sha256(bytes))

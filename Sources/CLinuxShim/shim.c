@@ -2,6 +2,7 @@
 // library does not define. These forwards are compiled with it (as swift-nio's CNIOLinux does).
 #define _GNU_SOURCE
 #include <stddef.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include "CLinuxShim.h"
 
@@ -10,6 +11,8 @@ _Static_assert(offsetof(bledfu_mmsghdr, msg_len) == offsetof(struct mmsghdr, msg
 _Static_assert(sizeof(bledfu_ucred) == sizeof(struct ucred), "bledfu_ucred is struct ucred");
 _Static_assert(offsetof(bledfu_ucred, uid) == offsetof(struct ucred, uid), "uid offset");
 _Static_assert(offsetof(bledfu_ucred, gid) == offsetof(struct ucred, gid), "gid offset");
+_Static_assert(sizeof(bledfu_winsize) == sizeof(struct winsize), "bledfu_winsize is struct winsize");
+_Static_assert(offsetof(bledfu_winsize, ws_col) == offsetof(struct winsize, ws_col), "ws_col offset");
 
 int bledfu_sendmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags) {
     return sendmmsg(fd, (struct mmsghdr *)messages, count, flags);

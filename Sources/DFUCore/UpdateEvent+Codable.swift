@@ -24,12 +24,13 @@ extension UpdateEvent {
 extension UpdateEventRecord: Codable {
     public init(from decoder: any Decoder) throws {
         let fields = try EventFields(from: decoder)
-        self.init(fields.decoded, elapsed: fields.elapsed)
+        self.init(fields.decoded, elapsed: fields.elapsed, time: fields.time)
     }
 
     public func encode(to encoder: any Encoder) throws {
         var fields = EventFields(event)
         fields.elapsed = elapsed
+        fields.time = time
         try fields.encode(to: encoder)
     }
 }
@@ -39,6 +40,7 @@ struct EventFields: Codable {
     var event: String
     var state: String?
     var elapsed: Double?
+    var time: String?
     var address: String?
     var name: String?
     var by: String?

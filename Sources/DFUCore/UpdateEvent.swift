@@ -145,13 +145,16 @@ public struct UpdateStatistics: Sendable, Hashable, Codable {
     public var averageBytesPerSecond: Int { seconds > 0 ? Int(Double(bytesSent) / seconds) : 0 }
 }
 
-/// An event with the time the emitter saw it (`elapsed`: seconds since the command started).
+/// An event with the time the emitter saw it: `elapsed`, seconds since the command started, and `time`, the
+/// wall-clock time as RFC 3339 UTC with milliseconds (`2026-11-28T04:05:06.789Z`).
 public struct UpdateEventRecord: Sendable, Hashable {
     public var event: UpdateEvent
     public var elapsed: Double?
+    public var time: String?
 
-    public init(_ event: UpdateEvent, elapsed: Double? = nil) {
+    public init(_ event: UpdateEvent, elapsed: Double? = nil, time: String? = nil) {
         self.event = event
         self.elapsed = elapsed
+        self.time = time
     }
 }

@@ -137,7 +137,7 @@ public struct FirmwarePackage: Hashable, Sendable {
         } catch let error as PackageError {
             throw error
         } catch {
-            throw PackageError(.io, "cannot read \(url.path): \(error.localizedDescription)")
+            throw PackageError(.io, FileProblem.describe("read", url.path, error))
         }
         try self.init(data: data, limits: limits)
     }

@@ -40,15 +40,15 @@ extension PackageBuilder {
             (appBootValidation != .crc || sdBootValidation != .crc, "boot validation"),
         ]
         if let (_, option) = secureOnly.first(where: { $0.0 }) {
-            throw PackageError(.invalidInput, "\(option) applies to Secure DFU packages only, not to Legacy (--dfu-ver)")
+            throw PackageError(.invalidOptions, "\(option) applies to Secure DFU packages only, not to Legacy (--dfu-ver)")
         }
-        guard options.layout != .crcOnly else { throw PackageError(.invalidInput, "--dfu-ver must be 0.5, 0.6, 0.7 or 0.8") }
+        guard options.layout != .crcOnly else { throw PackageError(.invalidOptions, "--dfu-ver must be 0.5, 0.6, 0.7 or 0.8") }
         let layout: LegacyInitPacket.Layout = signingKey != nil ? .v08 : options.layout
-        if layout == .v08, signingKey == nil { throw PackageError(.invalidInput, "--dfu-ver 0.8 needs --key-file") }
+        if layout == .v08, signingKey == nil { throw PackageError(.invalidOptions, "--dfu-ver 0.8 needs --key-file") }
         var sdReq: [UInt16] = []
         for value in self.sdReq ?? [0xFFFE] {
             guard let narrow = UInt16(exactly: value) else {
-                throw PackageError(.invalidInput, "--sd-req 0x\(String(value, radix: 16)) does not fit the 16-bit Legacy field")
+                throw PackageError(.invalidOptions, "--sd-req 0x\(String(value, radix: 16)) does not fit the 16-bit Legacy field")
             }
             sdReq.append(narrow)
         }

@@ -31,7 +31,7 @@ public struct PackageBuilder {
             do {
                 data = try Data(contentsOf: url)
             } catch {
-                throw PackageError(.io, "cannot read \(url.path): \(error.localizedDescription)")
+                throw PackageError(.io, FileProblem.describe("read", url.path, error))
             }
             guard data.count <= 32 << 20 else { throw PackageError(.invalidInput, "\(url.lastPathComponent) is too large") }
             let stem = url.deletingPathExtension().lastPathComponent
@@ -88,20 +88,20 @@ public struct PackageBuilder {
     /// The package's files (name, bytes), in archive order (sorted by name).
     public func files() throws(PackageError) -> [(name: String, bytes: [UInt8])] {
         guard application != nil || bootloader != nil || softdevice != nil else {
-            throw PackageError(.invalidInput, "no image given (--application, --bootloader or --softdevice)")
+            throw PackageError(.invalidOptions, "no image given (--application, --bootloader or --softdevice)")
         }
         if application != nil, bootloader != nil, softdevice == nil {
-            throw PackageError(.invalidInput, "bootloader and application without a SoftDevice: use two packages")
+            throw PackageError(.invalidOptions, "bootloader and application without a SoftDevice: use two packages")
         }
         if let legacy { return try legacyFiles(legacy) }
         if externalApplication, bootloader != nil || softdevice != nil {
-            throw PackageError(.invalidInput, "an external application is packaged alone")
+            throw PackageError(.invalidOptions, "an external application is packaged alone")
         }
         let hw = try required(hwVersion, "--hw-version", default: 0xFFFF_FFFF)
         let sdReq = try required(sdReq, "--sd-req", default: [0xFFFE])
         let validations = [appBootValidation, sdBootValidation]
         if validations.contains(.ecdsaP256Sha256), signingKey == nil {
-            throw PackageError(.invalidInput, "VALIDATE_ECDSA_P256_SHA256 needs --key-file")
+            throw PackageError(.invalidOptions, "VALIDATE_ECDSA_P256_SHA256 needs --key-file")
         }
         var plans: [Plan] = []
         if let softdevice, let bootloader {
@@ -132,7 +132,7 @@ public struct PackageBuilder {
             var appSdReq = sdReq
             if softdevice != nil {
                 guard let sdID, !sdID.isEmpty else {
-                    throw PackageError(.invalidInput, "--sd-id is required when the package holds a SoftDevice and an application")
+                    throw PackageError(.invalidOptions, "--sd-id is required when the package holds a SoftDevice and an application")
                 }
                 appSdReq = sdID
             }
@@ -171,7 +171,7 @@ public struct PackageBuilder {
     private func required<T>(_ value: T?, _ option: String, default fallback: T) throws(PackageError) -> T {
         if let value { return value }
         if debugMode { return fallback }
-        throw PackageError(.invalidInput, "\(option) is required")
+        throw PackageError(.invalidOptions, "\(option) is required")
     }
 
     private func initPacket(for plan: Plan, hwVersion: UInt32) throws(PackageError) -> SecureInitPacket {

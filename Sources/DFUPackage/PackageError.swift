@@ -33,6 +33,9 @@ public struct PackageError: CodedError, Sendable {
         public static let invalidInput = Code(rawValue: 11)
         /// Reading or writing a file failed.
         public static let io = Code(rawValue: 12)
+        /// The create options are missing one the package needs or combine ones that do not go together (a usage
+        /// error: `bledfu package create` exits 64).
+        public static let invalidOptions = Code(rawValue: 13)
 
         public var description: String {
             switch self {
@@ -48,6 +51,7 @@ public struct PackageError: CodedError, Sendable {
             case .invalidKey: "invalid-key"
             case .invalidInput: "invalid-input"
             case .io: "io"
+            case .invalidOptions: "invalid-options"
             default: "code(\(rawValue))"
             }
         }

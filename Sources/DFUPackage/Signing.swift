@@ -81,7 +81,7 @@ public enum PackageKeys {
         } catch let error as PackageError {
             throw error
         } catch {
-            throw PackageError(.io, "cannot read \(url.path): \(error.localizedDescription)")
+            throw PackageError(.io, FileProblem.describe("read", url.path, error))
         }
     }
 

@@ -31,14 +31,24 @@ public struct GATTProperties: OptionSet, Hashable, Sendable, CustomStringConvert
     public static let authenticatedSignedWrites = GATTProperties(rawValue: 0x40)
     public static let extendedProperties = GATTProperties(rawValue: 0x80)
 
-    public var description: String {
-        let names: [(GATTProperties, String)] = [
-            (.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "writeWithoutResponse"),
-            (.write, "write"), (.notify, "notify"), (.indicate, "indicate"),
-            (.authenticatedSignedWrites, "authenticatedSignedWrites"), (.extendedProperties, "extendedProperties"),
-        ]
-        return "[" + names.filter { contains($0.0) }.map(\.1).joined(separator: ", ") + "]"
+    private static let known: [(GATTProperties, name: String, words: String)] = [
+        (.broadcast, "broadcast", "broadcast"), (.read, "read", "read"),
+        (.writeWithoutResponse, "writeWithoutResponse", "write without response"), (.write, "write", "write"),
+        (.notify, "notify", "notify"), (.indicate, "indicate", "indicate"),
+        (.authenticatedSignedWrites, "authenticatedSignedWrites", "signed write"),
+        (.extendedProperties, "extendedProperties", "extended properties"),
+    ]
+
+    /// The properties set, as stable tokens in bit order (`["read", "writeWithoutResponse"]`): `gatt --json`.
+    public var names: [String] { Self.known.filter { contains($0.0) }.map(\.name) }
+
+    /// The properties set, in words for people ("read, write without response"; "none").
+    public var words: String {
+        let words = Self.known.filter { contains($0.0) }.map(\.words)
+        return words.isEmpty ? "none" : words.joined(separator: ", ")
     }
+
+    public var description: String { "[" + names.joined(separator: ", ") + "]" }
 }
 
 /// Client Characteristic Configuration bits (Core v5.4 Vol 3 Part G §3.3.3.3).

@@ -81,6 +81,18 @@ public struct VirtualRadio: BLEAdapter {
         return stream
     }
 
+    /// A radio directory that does not exist is no adapter (exit 11 at once), not a device that never appears: a
+    /// kernel answers ENODEV for an hciN it does not have without waiting for the connection timeout.
+    func checkRadioExists() throws(AdapterError) {
+        do throws(Errno) {
+            _ = try FileIO.listDirectory(directory)
+        } catch {
+            let reason = error == .noSuchFileOrDirectory || error == .notDirectory
+                ? "no such directory (start `bledfu simulate --adapter virtual:\(directory)` first)" : "\(error)"
+            throw AdapterError(.noAdapter, "no virtual radio at \(directory): \(reason)", errno: error.rawValue)
+        }
+    }
+
     /// The advertisements currently in the directory whose sockets have a listener.
     func snapshot(folder: inout ScanFolder) throws(AdapterError) -> [Advertisement] {
         let names: [String]
@@ -119,6 +131,7 @@ public struct VirtualRadio: BLEAdapter {
     /// (refusing one beyond its limit, one creation at a time), the connection waits for the device's next
     /// advertising event, and the socket carries the adapter's name to the device.
     public func connect(to peer: PeerAddress, options: ConnectOptions) async throws(AdapterError) -> any ATTBearer {
+        try checkRadioExists()
         let socketPath = path(AdvertisementFile.socketName(peer.address))
         let advertisementText = (try? FileIO.read(path(AdvertisementFile.advertisementName(peer.address))))
             .map { String(decoding: $0, as: UTF8.self) }

@@ -177,7 +177,7 @@ import Testing
         let totals = try #require(json["totals"] as? [String: Int])
         #expect(totals["done"] == 2 && totals["failed"] == 1)
         let first = try #require(devices.first?["record"] as? [String: Any])
-        #expect(first["package_sha256"] as? String == Fixture.package.sha256)
+        #expect(first["packageSHA256"] as? String == Fixture.package.sha256)
         #expect((devices.first?["attempts"] as? [Any])?.count == 1)
 
         // JUnit: one testcase per device, one failure.

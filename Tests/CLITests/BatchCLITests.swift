@@ -164,17 +164,17 @@ import Testing
                 // refuse it every time. An attempt the adapter's controller refused (exit 21 or 22: back-pressure,
                 // docs/batch.md) is recorded but is no try.
                 #expect(error.contains("[exit 48]") && error.lowercased().contains("hardware"), "\(error)")
-                let reached = entry.attempts.filter { ![21, 22].contains($0["exit_code"] as? Int ?? 0) }
+                let reached = entry.attempts.filter { ![21, 22].contains($0["exitCode"] as? Int ?? 0) }
                 #expect(reached.count == 1, "no retry: \(entry.attempts)")
                 #expect(BatchLine.updatesCompleted(line.deviceStates()[address]) == 0)
                 #expect(line.deviceStates()[address]?["mode"] as? String == "app")
                 continue
             }
             #expect(status == "done", "\(address): \(entry.record)")
-            #expect(entry.record["version_before"] as? Int == 1)
-            #expect(entry.record["version_after"] as? Int == 2)
+            #expect(entry.record["versionBefore"] as? Int == 1)
+            #expect(entry.record["versionAfter"] as? Int == 2)
             #expect((entry.record["bytes"] as? Int ?? 0) > 0)
-            #expect((entry.record["package_sha256"] as? String)?.count == 64)
+            #expect((entry.record["packageSHA256"] as? String)?.count == 64)
             let sha = address.hasPrefix("C6") ? braceletSHA : sensorSHA
             let state = line.waitForApplication(address, sha256: sha)
             #expect(state.map(BatchLine.applicationSHA) == sha, "\(address) runs the new image")
@@ -235,7 +235,7 @@ import Testing
         let states = line.deviceStates()
         for (address, entry) in report {
             #expect(["done", "skipped"].contains(entry.record["status"] as? String ?? ""), "\(address): \(entry.record)")
-            #expect(entry.record["version_after"] as? Int == 2)
+            #expect(entry.record["versionAfter"] as? Int == 2)
             #expect(entry.attempts.filter { $0["result"] as? String == "done" }.count <= 1, "\(address) flashed twice")
             #expect(entry.attempts.filter { $0["result"] as? String == "running" }.isEmpty)
             #expect(BatchLine.updatesCompleted(states[address]) == 1, "\(address) completed \(BatchLine.updatesCompleted(states[address]) ?? -1) updates")

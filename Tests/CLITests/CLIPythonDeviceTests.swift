@@ -92,7 +92,7 @@ import Testing
         let device = try Device()
         let capture = device.radio.appendingPathComponent("trace.btsnoop").path
         let read = try await CLIRunner.run([
-            "gatt", "read", "--adapter", device.adapter, "--device", Self.address, "0x0003", "--capture", capture, "--verbose",
+            "gatt", "read", "--adapter", device.adapter, "--device", Self.address, "0x0003", "--capture", capture, "--trace",
         ])
         #expect(read.status == 0, "\(read.stderr)")
         #expect(read.stderr.contains("ATT > Read Request handle=0x0003"))

@@ -57,7 +57,7 @@ import Testing
         let expected: [(PackageError.Code, Int32)] = [
             (.invalidArchive, 30), (.unsafeEntry, 31), (.entryTooLarge, 32), (.corruptEntry, 33), (.invalidManifest, 34),
             (.missingFile, 35), (.invalidInitPacket, 36), (.imageMismatch, 37), (.signatureInvalid, 38), (.invalidKey, 39),
-            (.invalidInput, 39), (.io, 39), (PackageError.Code(rawValue: 999), 39),
+            (.invalidInput, 39), (.io, 39), (.invalidOptions, 64), (PackageError.Code(rawValue: 999), 39),
         ]
         for (code, exit) in expected {
             #expect(ExitCodeRegistry.code(for: PackageError(code, "x")) == exit, "\(code)")

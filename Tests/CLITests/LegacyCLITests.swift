@@ -94,7 +94,7 @@ final class LegacySimulator {
                 #expect(state?.installed.softdevice?.sha256 == DFUSimulatorDigest.sha256Hex(Array(system.image.prefix(sd))))
                 #expect(state?.installed.bootloader.sha256 == DFUSimulatorDigest.sha256Hex(Array(system.image.dropFirst(sd))))
             }
-            #expect((result.stdout + result.stderr).contains("family=legacy"), "\(result.stdout)")
+            #expect((result.stdout + result.stderr).contains("is a Legacy DFU device"), "\(result.stdout)")
         }
     }
 

@@ -149,7 +149,7 @@ import Testing
         #expect(verify.lines.contains("application: hash CRC-16 matches, signature unsigned"))
         // Secure-only options are refused with --dfu-ver (usage error).
         let mixed = try await CLIRunner.run(["package", "create", "--application", imagePath.path, "--dfu-ver", "0.5", "--hw-version", "52", output])
-        #expect(mixed.status == 39, "\(mixed.stderr)")
+        #expect(mixed.status == 64, "\(mixed.stderr)")
         #expect(mixed.stderr.contains("--hw-version applies to Secure DFU packages only"))
     }
 

@@ -47,9 +47,14 @@ import Testing
     @Test(arguments: every) func roundTrip(_ event: UpdateEvent) throws {
         let data = try JSONEncoder().encode(event)
         #expect(try JSONDecoder().decode(UpdateEvent.self, from: data) == event)
-        let record = UpdateEventRecord(event, elapsed: 1.25)
-        let decoded = try JSONDecoder().decode(UpdateEventRecord.self, from: try JSONEncoder().encode(record))
+        let record = UpdateEventRecord(event, elapsed: 1.25, time: "2026-11-28T04:05:06.789Z")
+        let encoded = try JSONEncoder().encode(record)
+        let decoded = try JSONDecoder().decode(UpdateEventRecord.self, from: encoded)
         #expect(decoded == record)
+        #expect(String(decoding: encoded, as: UTF8.self).contains(#""time":"2026-11-28T04:05:06.789Z""#))
+        // A line without a time (an older writer) still reads.
+        let untimed = UpdateEventRecord(event, elapsed: 1.25)
+        #expect(try JSONDecoder().decode(UpdateEventRecord.self, from: try JSONEncoder().encode(untimed)) == untimed)
     }
 
     /// Lines written by older versions (no `family`) still read.

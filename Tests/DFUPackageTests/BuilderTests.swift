@@ -93,10 +93,10 @@ import Testing
         var builder = Fixtures.appBuilder()
         builder.bootloader = PackageBuilder.Image(stem: "bl", bytes: [1, 2, 3, 4])
         builder.bootloaderVersion = 1
-        #expect(throws: PackageError(.invalidInput, "")) { try builder.files() }
+        #expect(throws: PackageError(.invalidOptions, "")) { try builder.files() }
         var noHW = Fixtures.appBuilder()
         noHW.hwVersion = nil
-        #expect(throws: PackageError(.invalidInput, "")) { try noHW.files() }
+        #expect(throws: PackageError(.invalidOptions, "")) { try noHW.files() }
         var debug = PackageBuilder()
         debug.debugMode = true
         debug.application = PackageBuilder.Image(stem: "x", bytes: [1, 2, 3, 4])
@@ -105,10 +105,10 @@ import Testing
         #expect(command.isDebug == true)
         var sdApp = Fixtures.appBuilder()
         sdApp.softdevice = PackageBuilder.Image(stem: "sd", bytes: [1, 2, 3, 4])
-        #expect(throws: PackageError(.invalidInput, "")) { try sdApp.files() }  // needs --sd-id
+        #expect(throws: PackageError(.invalidOptions, "")) { try sdApp.files() }  // needs --sd-id
         var ecdsaNoKey = Fixtures.appBuilder()
         ecdsaNoKey.appBootValidation = .ecdsaP256Sha256
-        #expect(throws: PackageError(.invalidInput, "")) { try ecdsaNoKey.files() }
+        #expect(throws: PackageError(.invalidOptions, "")) { try ecdsaNoKey.files() }
         #expect(try PackageBuilder.version(string: "2.7.31") == 20731)
         #expect(throws: PackageError.self) { try PackageBuilder.version(string: "2.7") }
         #expect(ValidationType(name: "VALIDATE_GENERATED_SHA256") == .sha256)

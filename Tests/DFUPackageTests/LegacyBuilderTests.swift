@@ -97,14 +97,14 @@ import Testing
     @Test func legacyRules() throws {
         var secureOption = Self.appBuilder()
         secureOption.hwVersion = 52
-        #expect(throws: PackageError(.invalidInput, "")) { try secureOption.files() }
+        #expect(throws: PackageError(.invalidOptions, "")) { try secureOption.files() }
         var validation = Self.appBuilder()
         validation.appBootValidation = .sha256
-        #expect(throws: PackageError(.invalidInput, "")) { try validation.files() }
+        #expect(throws: PackageError(.invalidOptions, "")) { try validation.files() }
         var wide = Self.appBuilder()
         wide.sdReq = [0x1_0000]
-        #expect(throws: PackageError(.invalidInput, "")) { try wide.files() }
-        #expect(throws: PackageError(.invalidInput, "")) { try Self.appBuilder(.v08).files() }  // 0.8 needs a key
+        #expect(throws: PackageError(.invalidOptions, "")) { try wide.files() }
+        #expect(throws: PackageError(.invalidOptions, "")) { try Self.appBuilder(.v08).files() }  // 0.8 needs a key
         #expect(LegacyInitPacket.Layout(dfuVersion: 0.7) == .v07 && LegacyInitPacket.Layout(dfuVersion: 0.9) == nil)
     }
 

@@ -16,6 +16,14 @@ import Testing
         #expect(MemoryLayout<bdaddr_t>.size == 6)
     }
 
+    /// `struct winsize` of TIOCGWINSZ (the terminal's size for the redrawn lines), and the request number.
+    @Test func terminalWindowSize() {
+        #expect(MemoryLayout<bledfu_winsize>.size == 8)
+        #expect(MemoryLayout<bledfu_winsize>.offset(of: \.ws_row) == 0)
+        #expect(MemoryLayout<bledfu_winsize>.offset(of: \.ws_col) == 2)
+        #expect(BLEDFU_TIOCGWINSZ == 0x5413)
+    }
+
     @Test func securityAndConnInfo() {
         #expect(MemoryLayout<bt_security>.size == 2)
         #expect(MemoryLayout<bt_security>.offset(of: \.key_size) == 1)

@@ -74,7 +74,7 @@ scenario_flash() {
 	RC=$?
 	STEPS="$STEPS, flash $(since "$TF") s"
 	if [ $RC = 0 ]; then
-		pass "flash: bracelet-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s ($(grep -m1 'average' $S/flash.txt | tr -s ' '))"
+		pass "flash: bracelet-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s ($(grep -m1 '^Done:' $S/flash.txt | tr -s ' '))"
 	else
 		fail "flash: exit code $RC"; show $S/flash.txt; show $S/simulate.log
 	fi
@@ -198,7 +198,7 @@ scenario_unprivileged() {
 	btmon -r "$OUT/unprivileged.btsnoop" > $S/btmon.txt 2>&1
 	TUNED=$(grep -c "HCI Command: LE Connection Update" $S/btmon.txt)
 	if [ $RC = 0 ] && [ "$TUNED" = 0 ] && bledfu simulate status --status-dir $S/device/status | grep -q "app v2"; then
-		pass "unprivileged: as nobody the flash completes without link tuning ($(grep -m1 'average' $S/flash.txt | tr -s ' '))"
+		pass "unprivileged: as nobody the flash completes without link tuning ($(grep -m1 '^Done:' $S/flash.txt | tr -s ' '))"
 	else
 		fail "unprivileged: exit code $RC, $TUNED LE Connection Update(s)"; show $S/flash.txt; show $S/simulate.log
 	fi
@@ -225,8 +225,8 @@ scenario_legacy() {
 	TF=$(up)
 	timeout 150 bledfu flash $FW/samples/sdk11-nrf51-app-v2.zip --adapter hci0 --device "$LAPP" --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
-	if [ $RC = 0 ] && grep -q "family=legacy mode=application" $S/flash.txt && grep -q "family=legacy mode=updater" $S/flash.txt; then
-		pass "legacy: sdk11-nrf51-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s (detected from DFU Version 0.1, legacy buttonless jump, SDK 11 bootloader; $(grep -m1 'average' $S/flash.txt | tr -s ' '))"
+	if [ $RC = 0 ] && grep -q "is a Legacy DFU device running its application" $S/flash.txt && grep -q "is a Legacy DFU device ready for the update" $S/flash.txt; then
+		pass "legacy: sdk11-nrf51-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s (detected from DFU Version 0.1, legacy buttonless jump, SDK 11 bootloader; $(grep -m1 '^Done:' $S/flash.txt | tr -s ' '))"
 	else
 		fail "legacy: exit code $RC"; show $S/flash.txt; show $S/simulate.log
 	fi
@@ -269,7 +269,7 @@ scenario_smp() {
 		--key $FW/keys/mcuboot-test-key-DO-NOT-USE.pub.pem --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
 	if [ $RC = 0 ] && grep -q "2.0.0, active, confirmed" $S/flash.txt; then
-		pass "smp: smp-sensor-app-v2.bin uploaded, tested, reset into and confirmed over the kernel's L2CAP in $(since "$TF") s ($(grep -m1 'average' $S/flash.txt | tr -s ' '))"
+		pass "smp: smp-sensor-app-v2.bin uploaded, tested, reset into and confirmed over the kernel's L2CAP in $(since "$TF") s ($(grep -m1 '^Done:' $S/flash.txt | tr -s ' '))"
 	else
 		fail "smp: flash exit code $RC"; show $S/flash.txt; show $S/simulate.log
 	fi

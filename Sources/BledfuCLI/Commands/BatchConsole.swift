@@ -11,15 +11,26 @@ final class BatchConsole: @unchecked Sendable {
     let style: Style
     private let lock = NSLock()
     private var view: LiveView
-    private var drawnLines = 0
+    /// The frame on screen (terminal): redrawn in place, each line cut to the width (docs/batch.md, "Live view").
+    private var region = LiveRegion()
+    private var resize: SignalWatch?
     private var lastDraw = Date.distantPast
     /// Last percent and stage sent per device (--json sends a progress event only when one changed).
     private var lastProgress: [String: (Int, String)] = [:]
 
     init(json: Bool, startedAt: Date = Date()) {
-        style = json ? .json : (system_isatty(1) != 0 ? .terminal : .plain)
+        style = json ? .json : (TerminalOutput.standardOutput().redraws ? .terminal : .plain)
         view = LiveView(startedAt: startedAt)
+        if style == .terminal {
+            // SIGWINCH: draw the frame again at the new width at once.
+            resize = SignalWatch(signals: [SIGWINCH]) { [weak self] _ in
+                guard let self else { return }
+                self.lock.withLock { self.redraw(now: Date(), permanent: nil) }
+            }
+        }
     }
+
+    deinit { resize?.cancel() }
 
     func handle(_ event: BatchEvent) {
         lock.withLock {
@@ -60,14 +71,11 @@ final class BatchConsole: @unchecked Sendable {
         }
     }
 
-    /// Clears the old frame, prints `permanent` above it (it scrolls away), and draws the frame again.
+    /// Clears the old frame, prints `permanent` above it (it scrolls away), and draws the frame again, each line cut
+    /// to the terminal's width now.
     private func redraw(now: Date, permanent: String?) {
-        var text = ""
-        if drawnLines > 0 { text += "\u{1B}[\(drawnLines)A\r\u{1B}[J" }
-        if let permanent { text += permanent + "\n" }
-        let frame = view.frame(at: now)
-        text += frame.joined(separator: "\n") + "\n"
-        drawnLines = frame.count
+        let text = region.redraw(
+            view.frame(at: now), above: permanent.map { [$0] } ?? [], size: TerminalOutput.size(), newline: true)
         lastDraw = now
         write(text)
     }
@@ -84,12 +92,18 @@ final class BatchConsole: @unchecked Sendable {
                 object["interrupted"] = summary.interrupted
                 object["database"] = database
                 object["pending"] = summary.pending
+                object["time"] = LiveView.timestamp(now)
                 if let line = LiveView.encode(object) { write(line + "\n") }
             case .terminal, .plain:
-                if style == .terminal { redraw(now: now, permanent: nil) }
+                if style == .terminal {
+                    resize?.cancel()
+                    resize = nil
+                    redraw(now: now, permanent: nil)
+                }
+                // Two lines: the counts fit 80 columns, the log's path goes on its own.
                 write(
                     "batch \(summary.lineStopped ? "stopped" : summary.interrupted ? "interrupted" : "finished"): "
-                        + "\(summary.done) done, \(summary.skipped) skipped, \(summary.failed) failed, \(summary.pending) pending; "
+                        + "\(summary.done) done, \(summary.skipped) skipped, \(summary.failed) failed, \(summary.pending) pending\n"
                         + "log: \(database)\n")
             }
         }
@@ -98,7 +112,10 @@ final class BatchConsole: @unchecked Sendable {
     func message(_ text: String) {
         lock.withLock {
             if style == .json {
-                if let line = LiveView.encode(["event": "message", "message": text]) { write(line + "\n") }
+                let object: [String: any Sendable] = ["event": "message", "message": text, "time": LiveView.timestamp(Date())]
+                if let line = LiveView.encode(object) { write(line + "\n") }
+            } else if style == .terminal, !region.drawn.isEmpty {
+                redraw(now: Date(), permanent: text)  // above the frame, not through it
             } else {
                 write(text + "\n")
             }

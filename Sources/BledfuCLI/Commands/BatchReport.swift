@@ -30,7 +30,7 @@ struct BatchReport: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let state = stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory()
+        let state = ConfigDefaults.currentOrNone.stateDirectory(option: stateDir)
         let database = db ?? state.appendingPathComponent("batch.sqlite").path
         let batch = line ?? plan.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         let text: String

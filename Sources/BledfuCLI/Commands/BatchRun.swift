@@ -55,7 +55,7 @@ struct BatchRun: AsyncParsableCommand {
                 + "\(plan.devices.count) device(s), \(plan.discovery.rules.count) discovery rule(s)")
             return
         }
-        let state = stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory()
+        let state = ConfigDefaults.currentOrNone.stateDirectory(option: stateDir)
         try? FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         let database = db ?? plan.database ?? state.appendingPathComponent("batch.sqlite").path
         guard lease >= 1, lease <= 3600 else { throw CLIError("--lease must be 1 to 3600 seconds", exitCode: BledfuExit.usage) }

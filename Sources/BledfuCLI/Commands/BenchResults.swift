@@ -1,4 +1,5 @@
 import Bench
+import DFUPackage
 import Foundation
 
 /// The text table, the CSV and the JSON files.
@@ -45,7 +46,7 @@ enum BenchOutput {
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
             try encoder.encode(report).write(to: URL(fileURLWithPath: directory + "/results.json"))
         } catch {
-            throw CLIError("cannot write results to \(directory): \(error.localizedDescription)", exitCode: BledfuExit.failure)
+            throw CLIError(FileProblem.describe("write results to", directory, error), exitCode: BledfuExit.failure)
         }
     }
 }

@@ -84,7 +84,8 @@ struct FlashOptions: ParsableArguments {
         guard !family.isEmpty else { throw ValidationError("--family must name a family or be auto") }
     }
 
-    var stateDirectory: URL { stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory() }
+    /// `--state-dir`, else `$BLEDFU_STATE_DIR` or the config file's `state_dir`, else $XDG_STATE_HOME/bledfu.
+    var stateDirectory: URL { ConfigDefaults.currentOrNone.stateDirectory(option: stateDir) }
 
     func settings(package: String, keys: [String], scope: FlashScope, target: FlashSettings.Target, global: GlobalOptions)
         -> FlashSettings
@@ -94,10 +95,10 @@ struct FlashOptions: ParsableArguments {
             name = "Dfu" + address.description.filter { $0.isHexDigit }.suffix(6)
         }
         return FlashSettings(
-            packagePath: package, keyPaths: keys, pacing: mode, scope: scope, family: family, stateDirectory: stateDirectory,
+            packagePath: package, keyPaths: keys.isEmpty ? ConfigDefaults.currentOrNone.keys : keys, pacing: mode, scope: scope, family: family, stateDirectory: stateDirectory,
             abortOnCancel: abortOnCancel, bootloaderName: name, scanTimeout: scanTimeout, rebootDelay: rebootDelay,
             reconnectAttempts: reconnectAttempts, target: target, addressType: addressType, security: security,
-            adapter: global.adapter, json: global.json, verbose: global.verbose, timeout: global.timeout,
+            adapter: global.adapter, json: global.json, verbose: global.tracesATT, detail: global.detail, timeout: global.timeout,
             capture: global.capture, settings: familySettings)
     }
 
@@ -143,8 +144,17 @@ struct FlashCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(name: .long, help: ArgumentHelp("The device address (C0:FF:EE:00:00:01).", valueName: "address"))
     var device: String?
-    @Option(name: .long, help: ArgumentHelp("Find the device by advertised name (prefix).", valueName: "name"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Find the device by advertised name (prefix); several matches are an error that lists them.", valueName: "name"))
     var name: String?
+    @Flag(name: .long, help: "With --name: take the strongest of the devices that match.")
+    var strongest = false
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("Only a device heard at least this strong (dBm, e.g. -60).", valueName: "dBm"))
+    var minRssi: Int?
     @Option(
         name: .long,
         help: "A PEM public (or private) key the package's signatures (init packets, MCUboot images) must verify with (repeatable).",
@@ -164,19 +174,32 @@ struct FlashCommand: AsyncParsableCommand {
         switch (device, name) {
         case (nil, nil): throw ValidationError("give --device ADDRESS or --name NAME")
         case (.some, .some): throw ValidationError("give either --device or --name, not both")
-        case (.some(let device), nil):
-            guard BluetoothAddress(device) != nil else {
-                throw ValidationError("bad device address '\(device)': expected six hex bytes like C0:FF:EE:00:00:01")
-            }
-        case (nil, .some): break
+        // A bad address is reported by run() with its own exit code (14).
+        case (.some, nil), (nil, .some): break
         }
+        if strongest, name == nil { throw ValidationError("--strongest chooses among the devices --name matches") }
+        if let minRssi, !(-127...20).contains(minRssi) { throw ValidationError("--min-rssi must be between -127 and 20") }
     }
 
     func run() async throws {
-        let target: FlashSettings.Target
-        if let device { target = .address(try parseAddress(device)) } else { target = .name(name ?? "") }
-        var settings = flash.settings(package: package ?? image ?? "", keys: key, scope: scope, target: target, global: options)
+        let address = try device.map(parseAddress)
+        var settings = flash.settings(
+            package: package ?? image ?? "", keys: key, scope: scope, target: address.map { .address($0) } ?? .name(name ?? ""),
+            global: options)
         settings.initPacketPath = initPacket
+        if name != nil || minRssi != nil {
+            // Listen first: which device the name means (or whether the address is heard strongly enough).
+            let filter = ScanFilter(namePrefix: name, minimumRSSI: minRssi.map { Int8($0) }, address: address)
+            let wanted = name.map { "--name '\($0)'" } ?? address.map { "\($0)" } ?? ""
+            let heard = try await DeviceSelection.candidates(
+                adapter: try makeAdapter(options), filter: filter, timeout: FlashSettings.duration(flash.scanTimeout))
+            let chosen = try DeviceSelection.choose(heard, wanted: wanted, minimumRSSI: minRssi, strongest: strongest)
+            settings.target = .address(chosen.peer.address)
+            settings.addressType = chosen.peer.type
+            settings.selection = [.found(address: chosen.peer.address.description, name: chosen.name, byName: name != nil)]
+            if let name { settings.selection.insert(.scanning(name: name), at: 0) }
+            if heard.count > 1 { settings.selection.append(.message("the strongest of \(heard.count): \(chosen.line)")) }
+        }
         try await runFlash(settings)
     }
 }

@@ -23,12 +23,14 @@ struct GattList: AsyncParsableCommand {
             }
             for service in services {
                 if options.json {
-                    Console.json([
+                    var event: [String: any Sendable] = [
                         "event": "service", "uuid": service.uuid.description,
                         "start": Int(service.handleRange.start), "end": Int(service.handleRange.end),
-                    ])
+                    ]
+                    if let name = AssignedNumbers.name(of: service.uuid) { event["name"] = name }
+                    Console.json(event)
                 } else {
-                    print("service \(service.uuid) handles 0x\(hex4(service.handleRange.start))-0x\(hex4(service.handleRange.end))")
+                    print("service \(AssignedNumbers.label(service.uuid)) handles 0x\(hex4(service.handleRange.start))-0x\(hex4(service.handleRange.end))")
                 }
                 for characteristic in service.characteristics {
                     var value: [UInt8]?
@@ -39,17 +41,19 @@ struct GattList: AsyncParsableCommand {
                         var event: [String: any Sendable] = [
                             "event": "characteristic", "service": service.uuid.description,
                             "uuid": characteristic.uuid.description, "handle": Int(characteristic.valueHandle),
-                            "properties": characteristic.properties.description,
+                            "properties": characteristic.properties.names,
                         ]
+                        if let name = AssignedNumbers.name(of: characteristic.uuid) { event["name"] = name }
                         if let value { event["value"] = value.hexString }
                         Console.json(event)
                     } else {
-                        var line = "  characteristic \(characteristic.uuid) value 0x\(hex4(characteristic.valueHandle)) [\(characteristic.properties)]"
+                        var line = "  characteristic \(AssignedNumbers.label(characteristic.uuid)) value 0x"
+                            + "\(hex4(characteristic.valueHandle)) (\(characteristic.properties.words))"
                         if let value { line += " = \(value.hexString)\(printable(value))" }
                         print(line)
                     }
                     for descriptor in characteristic.descriptors where !options.json {
-                        print("    descriptor \(descriptor.uuid) 0x\(hex4(descriptor.handle))")
+                        print("    descriptor \(AssignedNumbers.label(descriptor.uuid)) 0x\(hex4(descriptor.handle))")
                     }
                 }
             }

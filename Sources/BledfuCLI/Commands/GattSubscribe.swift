@@ -31,7 +31,17 @@ struct GattSubscribe: AsyncParsableCommand {
             } else {
                 throw CLIError("characteristic \(characteristic.uuid) neither notifies nor indicates", exitCode: BledfuExit.protocolError)
             }
-            if !options.json { print("subscribed to \(characteristic.uuid) (0x\(hex4(handle)))") }
+            // Say that it waits: nothing else shows until the device sends a value (issue 19 point 8).
+            if options.json {
+                Console.json([
+                    "event": "subscribed", "uuid": characteristic.uuid.description, "handle": Int(handle),
+                    "kind": characteristic.properties.contains(.notify) ? "notification" : "indication",
+                ])
+            } else if !options.quiet {
+                Console.out(
+                    "subscribed to \(AssignedNumbers.label(characteristic.uuid)) (0x\(hex4(handle))); waiting for "
+                        + "\(characteristic.properties.contains(.notify) ? "notifications" : "indications") (Ctrl-C stops)")
+            }
             if let thenWrite, let bytes = [UInt8](hexString: thenWrite) {
                 try await connection.gatt.write(handle: handle, value: bytes)
             }
@@ -44,7 +54,7 @@ struct GattSubscribe: AsyncParsableCommand {
                         "value": notification.value.hexString,
                     ])
                 } else {
-                    print("0x\(hex4(handle)): \(notification.value.hexString)\(printable(notification.value))")
+                    Console.out("0x\(hex4(handle)): \(notification.value.hexString)\(printable(notification.value))")
                 }
                 if let count, received >= count { return }
             }

@@ -70,7 +70,7 @@ enum PackageCLI {
         do {
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            throw CLIError("cannot write \(path): \(error.localizedDescription)", exitCode: ExitCodeRegistry.code(for: PackageError(.io, "")))
+            throw CLIError(FileProblem.describe("write", path, error), exitCode: ExitCodeRegistry.code(for: PackageError(.io, "")))
         }
     }
 }

@@ -11,7 +11,7 @@ enum PackageMCUboot {
         do {
             return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
-            throw CLIError("cannot read \(path): \(error.localizedDescription)", exitCode: ExitCodeRegistry.code(for: PackageError(.io, "")))
+            throw CLIError(FileProblem.describe("read", path, error), exitCode: ExitCodeRegistry.code(for: PackageError(.io, "")))
         }
     }
 

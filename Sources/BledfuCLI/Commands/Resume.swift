@@ -27,12 +27,6 @@ struct ResumeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Which parts to send: system, application or all.") var scope: FlashScope = .all
     @OptionGroup var flash: FlashOptions
 
-    func validate() throws {
-        if let device, BluetoothAddress(device) == nil {
-            throw ValidationError("bad device address '\(device)': expected six hex bytes like C0:FF:EE:00:00:01")
-        }
-    }
-
     func run() async throws {
         let directory = flash.stateDirectory
         let wanted = try device.map(parseAddress)

@@ -13,7 +13,8 @@ struct ScanCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(name: .long, help: "Keep devices whose name starts with this.") var name: String?
     @Option(name: .long, help: "Keep devices advertising this service UUID (FE59 for Secure DFU).") var service: String?
-    @Option(name: .long, help: "Keep devices at least this strong (dBm, e.g. -70).") var minRssi: Int?
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Keep devices at least this strong (dBm, e.g. -70).", valueName: "dBm"))
+    var minRssi: Int?
     @Option(name: .long, help: "Seconds to scan (default: --timeout).") var duration: Double?
 
     func validate() throws {
@@ -27,33 +28,53 @@ struct ScanCommand: AsyncParsableCommand {
         let filter = ScanFilter(
             namePrefix: name, serviceUUID: service.flatMap(BluetoothUUID.init), minimumRSSI: minRssi.map { Int8($0) })
         let seconds = duration ?? options.timeout
-        var count = 0
+        // Each device's latest advertisement; on a terminal the table is redrawn sorted by RSSI as devices are
+        // heard, on a pipe it is printed once, sorted, at the end; --json streams one event per advertisement.
+        var devices: [BluetoothAddress: Advertisement] = [:]
+        var region = LiveRegion()
+        let live = !options.json && TerminalOutput.standardOutput().redraws
         do {
             for try await advertisement in adapter.scan(filter: filter, duration: .milliseconds(Int64(seconds * 1000))) {
-                count += 1
-                let ad = advertisement.parsed
+                devices[advertisement.peer.address] = advertisement
                 if options.json {
-                    var event: [String: any Sendable] = [
-                        "event": "advertisement", "address": advertisement.peer.address.description,
-                        "addressType": advertisement.peer.type.rawValue, "data": advertisement.data.hexString,
-                        "services": ad.serviceUUIDs.map(\.description),
-                    ]
-                    if let rssi = advertisement.rssi { event["rssi"] = Int(rssi) }
-                    if let name = ad.name { event["name"] = name }
-                    if let family = Self.family(ad.serviceUUIDs, name: ad.name) { event["family"] = family }
-                    Console.json(event)
-                } else {
-                    let rssi = advertisement.rssi.map { "\($0) dBm" } ?? "? dBm"
-                    let services = ad.serviceUUIDs.map(\.description).joined(separator: ",")
-                    let family = Self.family(ad.serviceUUIDs, name: ad.name) ?? "-"
-                    print(
-                        "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(family) \(ad.name ?? "(no name)") \(services)")
+                    Console.json(Self.event(advertisement))
+                } else if live {
+                    FlashRenderer.out(region.redraw(Self.table(devices), size: TerminalOutput.size(), newline: true))
                 }
             }
         } catch let error as AdapterError {
             throw CLIError(error)
         }
-        if !options.json { Console.errorRaw("\(count) device(s) found on \(adapter.name)") }
+        if !options.json && !live { for line in Self.table(devices) { Console.out(line) } }
+        if !options.json, !options.quiet { Console.errorRaw("\(devices.count) device(s) found on \(adapter.name)") }
+    }
+
+    /// One line per device, strongest first (ties by address): address, type, RSSI, family, name, services with
+    /// their assigned names.
+    static func table(_ devices: [BluetoothAddress: Advertisement]) -> [String] {
+        devices.values.sorted { a, b in
+            (a.rssi ?? -128, b.peer.address.description) > (b.rssi ?? -128, a.peer.address.description)
+        }.map { advertisement in
+            let ad = advertisement.parsed
+            let rssi = advertisement.rssi.map { "\($0) dBm" } ?? "? dBm"
+            let services = ad.serviceUUIDs.map(AssignedNumbers.label).joined(separator: ", ")
+            let family = Self.family(ad.serviceUUIDs, name: ad.name) ?? "-"
+            return "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(family) \(ad.name ?? "(no name)") \(services)"
+        }
+    }
+
+    static func event(_ advertisement: Advertisement) -> [String: any Sendable] {
+        let ad = advertisement.parsed
+        var event: [String: any Sendable] = [
+            "event": "advertisement", "address": advertisement.peer.address.description,
+            "addressType": advertisement.peer.type.rawValue, "data": advertisement.data.hexString,
+            "services": ad.serviceUUIDs.map(\.description),
+            "serviceNames": ad.serviceUUIDs.map { AssignedNumbers.name(of: $0) ?? "" },
+        ]
+        if let rssi = advertisement.rssi { event["rssi"] = Int(rssi) }
+        if let name = ad.name { event["name"] = name }
+        if let family = Self.family(ad.serviceUUIDs, name: ad.name) { event["family"] = family }
+        return event
     }
 
     /// The DFU family an advertisement names by its service UUIDs: 8D53DC1D-… MCUmgr SMP (Zephyr's

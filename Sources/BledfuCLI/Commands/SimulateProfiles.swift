@@ -109,28 +109,9 @@ struct SimulatedDeviceSpec: Sendable {
 
 /// Profile lookup and command-line overrides for `bledfu simulate`.
 enum SimulatorProfiles {
-    /// Where the bundled profiles live: `$BLEDFU_FIRMWARE_DIR`, `<cwd>/Firmware`, or a `Firmware/` directory in
-    /// the executable's directory or one of its parents (the repository when run from `.build*/debug`).
+    /// Where the bundled profiles and samples live (``FirmwareLocator``).
     static func firmwareDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL? {
-        let files = FileManager.default
-        func isDirectory(_ url: URL) -> Bool {
-            var directory: ObjCBool = false
-            return files.fileExists(atPath: url.path, isDirectory: &directory) && directory.boolValue
-        }
-        if let explicit = environment["BLEDFU_FIRMWARE_DIR"], !explicit.isEmpty {
-            return URL(fileURLWithPath: explicit)
-        }
-        let local = URL(fileURLWithPath: files.currentDirectoryPath).appendingPathComponent("Firmware")
-        if isDirectory(local) { return local }
-        let executable = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0]))
-            .resolvingSymlinksInPath()
-        var directory = executable.deletingLastPathComponent()
-        while directory.path != "/" && !directory.path.isEmpty {
-            let candidate = directory.appendingPathComponent("Firmware")
-            if isDirectory(candidate) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return nil
+        FirmwareLocator.directory(environment: environment)
     }
 
     /// Loads the Secure DFU profile a request names (a Legacy or SMP profile is refused).
@@ -146,22 +127,19 @@ enum SimulatorProfiles {
 
     /// Loads the profile a request names, of the family its JSON's `family` key says (absent: Secure DFU).
     static func loadAny(_ request: SimulatedDeviceRequest) throws -> SimulatedProfile {
-        let url: URL
-        if request.isPath {
-            url = URL(fileURLWithPath: request.name)
-        } else {
-            guard let directory = firmwareDirectory() else {
-                throw CLIError(
-                    "no Firmware/ directory found for profile '\(request.name)' (set BLEDFU_FIRMWARE_DIR)",
-                    exitCode: BledfuExit.usage)
-            }
-            url = directory.appendingPathComponent(request.name.lowercased() + ".json")
-        }
         let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw CLIError("no device profile '\(request.name)' (\(url.path) unreadable)", exitCode: BledfuExit.usage)
+        let origin: String
+        if request.isPath {
+            origin = request.name
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: request.name))
+            } catch {
+                throw CLIError("no device profile: \(FileProblem.describe("read", request.name, error))", exitCode: BledfuExit.usage)
+            }
+        } else {
+            let found = try FirmwareLocator.profile(named: request.name)
+            data = found.data
+            origin = found.origin
         }
         struct Family: Decodable { var family: String? }
         let family = (try? JSONDecoder().decode(Family.self, from: data))?.family ?? "secure"
@@ -172,13 +150,13 @@ enum SimulatorProfiles {
             case "smp": return .smp(try JSONDecoder().decode(SMPDeviceProfile.self, from: data))
             default:
                 throw CLIError(
-                    "device profile \(url.path) is of family '\(family)', which bledfu simulate does not serve"
+                    "device profile \(origin) is of family '\(family)', which bledfu simulate does not serve"
                         + " (secure, legacy, smp)", exitCode: BledfuExit.usage)
             }
         } catch let error as CLIError {
             throw error
         } catch {
-            throw CLIError("bad device profile \(url.path): \(error)", exitCode: BledfuExit.usage)
+            throw CLIError("bad device profile \(origin): \(error)", exitCode: BledfuExit.usage)
         }
     }
 

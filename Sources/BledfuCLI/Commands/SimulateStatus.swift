@@ -20,9 +20,6 @@ struct SimulateStatus: AsyncParsableCommand {
     var statusDir: String?
 
     func validate() throws {
-        if let device, BluetoothAddress(device) == nil {
-            throw ValidationError("bad device address '\(device)': expected six hex bytes like C0:FF:EE:00:00:01")
-        }
         if statusDir == nil {
             guard case .virtual = AdapterSpec(options.adapter) else {
                 throw ValidationError("bledfu simulate status needs --adapter virtual:DIR or --status-dir")
@@ -31,6 +28,7 @@ struct SimulateStatus: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let wanted = try device.map(parseAddress)  // a bad address: exit 14
         let directory: String
         if let statusDir {
             directory = statusDir
@@ -45,7 +43,6 @@ struct SimulateStatus: AsyncParsableCommand {
         } catch {
             throw CLIError("no status directory \(directory)", exitCode: BledfuExit.deviceNotFound)
         }
-        let wanted = device.flatMap(BluetoothAddress.init)
         var shown = 0
         for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
             let identity = BluetoothAddress(String(name.dropLast(".json".count)))

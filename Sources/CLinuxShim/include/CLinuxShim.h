@@ -1,6 +1,6 @@
 /*
  * CLinuxShim: the Linux declarations LinuxIO calls that Swift's Glibc module leaves out (the swift-nio
- * CNIOLinux shape): epoll (<sys/epoll.h>: struct epoll_event with the kernel's layout, packed on x86_64) and the
+ * CNIOLinux shape): epoll, `struct winsize` of TIOCGWINSZ, (<sys/epoll.h>: struct epoll_event with the kernel's layout, packed on x86_64) and the
  * GNU sendmmsg(2)/recvmmsg(2) with `struct mmsghdr`, and `struct ucred` of SO_PEERCRED, which need _GNU_SOURCE
  * (defined in shim.c, where the two one-line forwards live and the layouts are asserted against the GNU headers). Declarations only; layouts are pinned by Tests/TransportTests/CShimLayoutTests.swift.
  */
@@ -26,6 +26,16 @@ typedef struct {
     uint32_t gid;
 } bledfu_ucred;
 static const int BLEDFU_SO_PEERCRED = SO_PEERCRED;  /* 17 */
+
+/// `struct winsize` (<sys/ioctl.h>, TIOCGWINSZ): the terminal's rows and columns (and pixels, unused). Same
+/// layout (shim.c asserts it).
+typedef struct {
+    unsigned short ws_row;
+    unsigned short ws_col;
+    unsigned short ws_xpixel;
+    unsigned short ws_ypixel;
+} bledfu_winsize;
+static const unsigned long BLEDFU_TIOCGWINSZ = TIOCGWINSZ;  /* 0x5413 */
 
 /// sendmmsg(2).
 int bledfu_sendmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags);
