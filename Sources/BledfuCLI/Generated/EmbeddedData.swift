@@ -414,6 +414,55 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
 }
 
 """##,
+        "buffers-lossy": ##"""
+{
+  "name": "BuffersLossy",
+  "chip": "nRF52840",
+  "sdk_version": "17.1.0",
+  "address": "C6:05:04:03:02:31",
+  "address_type": "random",
+  "hw_version": 52,
+  "softdevice_fwid": 256,
+  "buttonless": "unbonded",
+  "save_progress": false,
+  "protocol_reduced": false,
+  "require_signed_app": true,
+  "public_keys": [
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFcRA3u0clhGpSiZGu5Tac7Os7j/B\n3ZO5FoKtdUPDunlGZw2y27zg/2xnVJvkoMGV4fF2fyCsUX3WX7w53j8J2A==\n-----END PUBLIC KEY-----\n"
+  ],
+  "installed": {
+    "application": {
+      "version": 1,
+      "size": 0,
+      "sha256": ""
+    },
+    "bootloader": {
+      "version": 1,
+      "size": 0,
+      "sha256": ""
+    }
+  },
+  "link": {
+    "phy": "2M",
+    "ll_data_length": 251,
+    "max_mtu": 247,
+    "connection_interval_ms": 7.5,
+    "packets_per_event": 8,
+    "write_response_latency_events": 2,
+    "receive_buffers": 3,
+    "encrypted": false
+  },
+  "flash": {
+    "page_size": 4096,
+    "page_erase_us": 85000,
+    "word_write_us": 41,
+    "queue_depth": 16,
+    "bank_size": 413696
+  },
+  "speedup": 1
+}
+
+"""##,
         "fast": ##"""
 {
   "name": "Fast",
@@ -458,6 +507,55 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
     "word_write_us": 41,
     "queue_depth": 16,
     "bank_size": 413696
+  },
+  "speedup": 1
+}
+
+"""##,
+        "nrf51-lossy": ##"""
+{
+  "name": "Nrf51Lossy",
+  "chip": "nRF51422",
+  "sdk_version": "12.3.0",
+  "address": "C6:05:04:03:02:21",
+  "address_type": "random",
+  "hw_version": 51,
+  "softdevice_fwid": 140,
+  "buttonless": "unbonded",
+  "save_progress": false,
+  "protocol_reduced": false,
+  "require_signed_app": true,
+  "public_keys": [
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFcRA3u0clhGpSiZGu5Tac7Os7j/B\n3ZO5FoKtdUPDunlGZw2y27zg/2xnVJvkoMGV4fF2fyCsUX3WX7w53j8J2A==\n-----END PUBLIC KEY-----\n"
+  ],
+  "installed": {
+    "application": {
+      "version": 1,
+      "size": 0,
+      "sha256": ""
+    },
+    "bootloader": {
+      "version": 1,
+      "size": 0,
+      "sha256": ""
+    }
+  },
+  "link": {
+    "phy": "1M",
+    "ll_data_length": 27,
+    "max_mtu": 23,
+    "connection_interval_ms": 7.5,
+    "packets_per_event": 6,
+    "write_response_latency_events": 2,
+    "receive_buffers": 8,
+    "encrypted": false
+  },
+  "flash": {
+    "page_size": 1024,
+    "page_erase_us": 22000,
+    "word_write_us": 46,
+    "queue_depth": 4,
+    "bank_size": 102400
   },
   "speedup": 1
 }
