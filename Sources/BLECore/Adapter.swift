@@ -5,12 +5,16 @@ public struct Advertisement: Sendable, Hashable, Codable {
     /// The raw advertising data (and scan response, appended) as AD structures.
     public var data: [UInt8]
     public var connectable: Bool
+    /// Directed advertising (ADV_DIRECT_IND): the one central it is addressed to, which alone sees it and may
+    /// connect; nil: undirected. On the virtual radio a central is named by its adapter (docs/virtual-radio.md §2).
+    public var directedTo: String?
 
-    public init(peer: PeerAddress, rssi: Int8?, data: [UInt8], connectable: Bool = true) {
+    public init(peer: PeerAddress, rssi: Int8?, data: [UInt8], connectable: Bool = true, directedTo: String? = nil) {
         self.peer = peer
         self.rssi = rssi
         self.data = data
         self.connectable = connectable
+        self.directedTo = directedTo
     }
 
     /// The parsed AD structures; malformed trailing bytes are ignored (Core Supplement Part A 1.x).

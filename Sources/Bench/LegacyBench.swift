@@ -44,7 +44,10 @@ public enum LegacyBench {
         mode: String, profileName: String, profile: LegacyDeviceProfile, part: LegacyPart, repetition: Int,
         responseTimeout: Duration
     ) async -> BenchRun {
-        var run = BenchRun(mode: mode, profile: profileName, imageBytes: part.image.count, repetition: repetition, mtu: 23)
+        // The MTU the link gets (ATT_MTU exchanged as `bledfu flash` does, the device's at most) and the packets the
+        // family sends on it (20, or MTU − 3 where the device takes it: LegacyDFUFamily.packetSize).
+        let mtu = min(Int(ATTClient.defaultRxMTU), max(profile.link.maxMTU, 23))
+        var run = BenchRun(mode: mode, profile: profileName, imageBytes: part.image.count, repetition: repetition, mtu: mtu)
         let base: any LegacyPacingPolicy
         do {
             base = try LegacyPacingPolicies.parse(mode)
@@ -53,18 +56,27 @@ public enum LegacyBench {
             return run
         }
         let scale = BenchLoop.scale(profile.speedup)
-        let ceiling = LinkModel(link: profile.link, flash: profile.flash).ceiling(mtu: 23)
+        let identity = LegacyBootloaderIdentity(
+            manufacturer: profile.kind == .adafruit ? LegacyBootloaderIdentity.adafruitManufacturer : nil)
+        let packetSize = LegacyDFUFamily.packetSize(mtu: mtu, identity: identity, pacing: base)
+        // The link's Write Without Response ceiling for packets of that size (InfiniTime gets MTU 247 and 20-byte
+        // packets: the ceiling of MTU 23 is what a host can reach there).
+        let ceiling = LinkModel(link: profile.link, flash: profile.flash).ceiling(mtu: packetSize + 3)
         run.ceilingBytesPerSecond = ceiling.writeWithoutResponse * scale
         run.airBytesPerSecond = ceiling.airWriteWithoutResponse * scale
         run.flashBytesPerSecond = ceiling.flash * scale
-        run.protocolBoundBytesPerSecond = profile.protocolBound(imageSize: part.image.count).bytesPerSecond * scale
+        // The bound in the packets the device takes (an ideal host sends no smaller ones).
+        run.protocolBoundBytesPerSecond =
+            profile.protocolBound(imageSize: part.image.count, packetSize: min(profile.packetMaxLength, max(packetSize, 20)))
+            .bytesPerSecond * scale
         let device = VirtualLegacyDevice(profile: profile, clock: ContinuousClock())
         var journal = LegacyJournal()
         let (failure, seconds) = await BenchLoop.timed { () async -> LegacyDFUError? in
             var failure: LegacyDFUError?
             for _ in 0...LegacyRestartPolicy().maximumRestarts {
                 let pacing = journal.pacing(base, for: 0)
-                let (error, sent) = await attempt(part, on: device, pacing: pacing, timeout: responseTimeout)
+                let (error, sent) = await attempt(
+                    part, on: device, pacing: pacing, timeout: responseTimeout, packetSize: packetSize)
                 failure = error
                 guard let error, error.restartsFromZero else { break }
                 journal.recordRestart(part: 0, error: error, bytesSent: sent, window: nil)
@@ -84,13 +96,16 @@ public enum LegacyBench {
 
     /// One connection, one attempt: nil when the image was activated, else the failure and the bytes sent.
     static func attempt(
-        _ part: LegacyPart, on device: VirtualLegacyDevice, pacing: any LegacyPacingPolicy, timeout: Duration
+        _ part: LegacyPart, on device: VirtualLegacyDevice, pacing: any LegacyPacingPolicy, timeout: Duration,
+        packetSize: Int = 20
     ) async -> (LegacyDFUError?, Int) {
         do throws(BenchSetupError) {
             return try await BenchLoop.connect(to: device) { link in
                 do {
+                    if packetSize > 20 { _ = try await link.att.exchangeMTU() }
                     let transport = try await GATTLegacyTransport.open(client: GATTClient(att: link.att))
                     var configuration = LegacyDFUConfiguration(pacing: pacing, responseTimeout: timeout)
+                    configuration.packetSize = packetSize
                     if let mode = LegacyDetection.mode(
                         services: transport.services.map(\.uuid), version: transport.version,
                         hasPacket: transport.packet != nil)

@@ -19,7 +19,7 @@ import Synchronization
 /// executable); `--kill-share P` gives that many of the other runs a kill too; `--no-kills` runs every plan in this
 /// process without its kills (the other faults as drawn; no `bledfu` needed).
 ///
-/// Legacy DFU runs follow (``LegacyRunPlan``, ``LegacyProcessRun``): `--legacy-runs N` (default 8) uploads through
+/// Legacy DFU runs follow (``LegacyRunPlan``, ``LegacyProcessRun``): `--legacy-runs N` (default 4: one per profile) uploads through
 /// `bledfu simulate` and `bledfu flash`/`resume` processes to each Legacy profile in turn, with seeded disconnects and
 /// real kills, each ending with the installed image's hash checked; `--legacy-run INDEX` replays one of them alone.
 /// `--run INDEX` and `--no-kills` leave them out.
@@ -36,7 +36,7 @@ struct FaultCampaign {
         var killShare = 0.0
         var noKills = false
         var flashFaults = true
-        var legacyRuns = 8
+        var legacyRuns = 4
         var legacyOnly: Int?
         var setup = ProcessSetup(
             bledfu: ProcessSetup.defaultBledfu(),

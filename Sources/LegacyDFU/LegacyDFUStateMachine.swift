@@ -118,7 +118,7 @@ public struct LegacyDFUStateMachine: Sendable {
         case .success: return sendInit()
         case .invalidState:
             // Nordic's hosts answer 10 01 02 with Reset and a new connection (iOS LegacyDFUService.sendStartDfu).
-            return reset("the device was still busy with an earlier transfer (Start DFU: invalid state)", status: status)
+            return reset(Self.busyReason, status: status)
         case .notSupported where part.imageType == .application && configuration.deviceVersion == nil
             && !fellBackToStartWithoutType:
             // SDK 6.0 takes Start without a type and a 4-byte size (iOS LegacyDFUExecutor falls back the same way).
@@ -139,6 +139,9 @@ public struct LegacyDFUStateMachine: Sendable {
         default: return remote(status, .startDFU, "")
         }
     }
+
+    /// Why the engine resets a device that answers Start with "invalid state".
+    public static let busyReason = "the device was still busy with an earlier transfer (Start DFU: invalid state)"
 
     mutating func sendInit() -> [LegacyDFUAction] {
         if configuration.deviceVersion == nil {

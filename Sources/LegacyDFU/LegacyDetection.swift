@@ -58,6 +58,10 @@ public enum LegacyDetection {
         case .applicationService(let version):
             configuration.deviceVersion = version
             configuration.checkReceivedSize = false
+            // InfiniTime answers Start after erasing its SPI NOR area (≈ 5 s, InfiniTime #1933); a Start it ignores
+            // because a lost link left its service busy is waited out, and 15 s outlasts the watch's ≈ 9.8 s
+            // inactivity timer that frees the service (30 s before: two lost links cost a minute).
+            configuration.eraseTimeout = min(configuration.eraseTimeout, .seconds(15))
         case .application(let version):
             configuration.deviceVersion = version
         }

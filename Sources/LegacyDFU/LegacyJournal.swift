@@ -126,9 +126,14 @@ public struct LegacyJournal: Codable, Hashable, Sendable {
     public var bytesResent: Int { restarts.reduce(0) { $0 + $1.bytesResent } }
 
     /// Restarts of `part` so far, and how many of them were failed validations.
+    /// The restarts of `part` that count against ``LegacyRestartPolicy``: the ones the device or the link caused.
+    /// A run that was killed is not one (the user decides how often to stop the tool), nor is the reset of a device
+    /// still busy with the transfer an interruption left (it follows that interruption, which counted, or a kill):
+    /// each interruption can leave at most one such reset, so the count still ends every update.
     public func restarts(of part: Int) -> (all: Int, validation: Int) {
         let mine = restarts.filter { $0.part == part }
-        return (mine.count, mine.filter { $0.reason.hasPrefix("Validate") }.count)
+        let counted = mine.filter { $0.code != "killed" && $0.reason != LegacyDFUStateMachine.busyReason }
+        return (counted.count, mine.filter { $0.reason.hasPrefix("Validate") }.count)
     }
 
     /// The summary of `part`'s restarts: "restarted once, 8192 bytes sent again (tool stopped ×1)", or nil.

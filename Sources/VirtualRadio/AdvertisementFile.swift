@@ -12,6 +12,8 @@ import Foundation
 ///     data=0201060909...             hex of the raw AD structures (advertising data + scan response), may be empty
 ///     interval_ms=25                 the advertising interval in ms (optional; a central's connection waits for
 ///                                    the next advertising event: docs/virtual-radio.md §4.2)
+///     directed_to=default            directed advertising to the central adapter of that name (optional): other
+///                                    adapters do not see it
 public enum AdvertisementFile {
     /// Why an advertisement file was rejected.
     public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -44,6 +46,7 @@ public enum AdvertisementFile {
         lines.append("connectable=\(advertisement.connectable ? 1 : 0)")
         lines.append("data=\(advertisement.data.hexString)")
         if let intervalMilliseconds { lines.append("interval_ms=\(intervalMilliseconds)") }
+        if let target = advertisement.directedTo { lines.append("directed_to=\(target)") }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -64,6 +67,7 @@ public enum AdvertisementFile {
         var rssi: Int8?
         var connectable = true
         var data: [UInt8] = []
+        var directedTo: String?
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
             let number = index + 1
@@ -97,11 +101,15 @@ public enum AdvertisementFile {
                     throw ParseError(line: number, reason: "bad hex data")
                 }
                 data = parsed
+            case "directed_to":
+                guard !value.isEmpty else { throw ParseError(line: number, reason: "empty directed_to") }
+                directedTo = value
             default:
                 continue  // unknown keys are ignored (forward compatibility)
             }
         }
         guard let address else { throw ParseError(line: 0, reason: "no address") }
-        return Advertisement(peer: PeerAddress(address, type: type), rssi: rssi, data: data, connectable: connectable)
+        return Advertisement(
+            peer: PeerAddress(address, type: type), rssi: rssi, data: data, connectable: connectable, directedTo: directedTo)
     }
 }

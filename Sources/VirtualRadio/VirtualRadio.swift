@@ -115,6 +115,8 @@ public struct VirtualRadio: BLEAdapter {
                 continue
             }
             guard advertisement.peer.address == address else { continue }
+            // Directed advertising is addressed to one central: the other adapters' controllers do not report it.
+            if let target = advertisement.directedTo, target != adapterName { continue }
             let socketPath = path(AdvertisementFile.socketName(address))
             if !folder.isAlive(socketPath: socketPath, advertisement: advertisement, listening: listening) {
                 logger.debug("skipping stale device", metadata: ["address": "\(address)"])

@@ -96,6 +96,29 @@ import Testing
         let refused = LegacyDFUError(.remote, "Start DFU (0x01) refused: data size exceeds limit (0x04)")
         #expect(policy.verdict(LegacyJournal(), part: 0, after: refused) == refused)
     }
+
+    /// Kills and the resets of a device still busy after one do not count: after three killed runs, each followed by
+    /// the reset of the busy bootloader, five lost links are still within the bound and a sixth ends the update (the fault campaign's Legacy runs gave up after 6 "restarts" that were 2 kills, 3 busy resets and a
+    /// lost link).
+    @Test func killsAndBusyResetsDoNotCount() {
+        let policy = LegacyRestartPolicy()
+        var journal = LegacyJournal()
+        let busy = LegacyDFUError(.deviceReset, LegacyDFUStateMachine.busyReason, status: .invalidState)
+        let lost = LegacyDFUError(.disconnected, "link lost")
+        for _ in 0..<3 {
+            journal.beginAttempt(part: 0)
+            journal.beginAttempt(part: 0)  // the next run finds the killed run's attempt open
+            journal.recordRestart(part: 0, error: busy, bytesSent: 12)
+            #expect(policy.verdict(journal, part: 0, after: busy) == nil)
+        }
+        #expect(journal.restarts.map(\.code).filter { $0 == "killed" }.count == 3)
+        for _ in 0..<5 {
+            journal.recordRestart(part: 0, error: lost, bytesSent: 100)
+            #expect(policy.verdict(journal, part: 0, after: lost) == nil)
+        }
+        journal.recordRestart(part: 0, error: lost, bytesSent: 100)
+        #expect(policy.verdict(journal, part: 0, after: lost)?.code == .gaveUp)
+    }
     // A killed tool and its rerun: `LegacyUpdaterTests.killThenRerun` (the updater, its journal files).
 }
 

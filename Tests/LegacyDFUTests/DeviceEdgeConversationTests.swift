@@ -58,3 +58,35 @@ import Testing
         #expect(c.cp([0x04]) == [answer(0x04, 0x01)])
     }
 }
+
+/// SDK 11 dual bank: a power loss while Activate copies bank 1 into bank 0 (`power-loss-at=after-activate`) leaves a
+/// partly copied application that the settings still call valid: the device boots it (legacy-dfu.md §7.5, inferred).
+/// Without the fault the whole image is installed.
+@Suite(.timeLimit(.minutes(2))) struct DualBankCopyPowerLossTests {
+    @Test func aPartlyCopiedApplicationBoots() throws {
+        let image = LegacyFixture.firmware(8192)
+        let initPacket = LegacyInitPacket(
+            layout: .v05, deviceType: 0xFFFF, deviceRevision: 0xFFFF, applicationVersion: 2, softdeviceReq: [0xFFFE],
+            image: image
+        ).encode()
+        for (plan, whole) in [("", true), ("power-loss-at=after-activate", false)] {
+            var c = LegacyConversation(DeviceEdgeConversationTests.nrf51, faults: try FaultPlan(parsing: plan))
+            #expect(c.prepare(size: image.count, initPacket: initPacket) == [answer(0x02, 0x01)])
+            _ = c.cp([0x03])
+            #expect(c.send(image).last == answer(0x03, 0x01))
+            #expect(c.cp([0x04]) == [answer(0x04, 0x01)])
+            #expect(c.cp([0x05]).isEmpty)
+            #expect(c.rebooted == .application, "\(plan)")
+            #expect(c.device.bank0 == .validApp)
+            let installed = c.device.installed.application?.sha256
+            if whole {
+                #expect(installed == LegacyFixture.sha(image))
+            } else {
+                // Half the pages (0x400 on the nRF51) copied, the rest erased.
+                let partial = Array(image.prefix(4096)) + [UInt8](repeating: 0xFF, count: image.count - 4096)
+                #expect(installed == LegacyFixture.sha(partial), "\(plan)")
+                #expect(c.device.faultLog.map(\.kind) == ["power-loss"])
+            }
+        }
+    }
+}

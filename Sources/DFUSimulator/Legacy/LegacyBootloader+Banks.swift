@@ -27,7 +27,12 @@ extension LegacyBootloader {
     /// bank 0 (copied from bank 1 on dual bank); a bootloader is copied by the MBR after the reset; a SoftDevice
     /// (with its bootloader) is copied by the MBR and leaves bank 0 invalid, so the device stays in the bootloader
     /// for the application that follows in a second session.
-    mutating func activate() -> [LegacyBootloaderAction] {
+    ///
+    /// `power-loss-at=after-activate` on a dual-bank application update: the power goes while bank 1 is copied into
+    /// bank 0 (`dfu_activate_app` queues the erase, the copy, then the settings): the settings still say VALID_APP
+    /// with CRC 0 (SDK 11 never stores a CRC), so the partly copied application passes `bootloader_app_is_valid` and
+    /// boots (legacy-dfu.md §7.5, inferred from the code). Modelled: half the image's pages copied, the rest erased.
+    mutating func activate(now: Duration) -> [LegacyBootloaderAction] {
         guard state == .waitingForActivate else { return reset() }
         timerDeadline = nil
         flash.drain()
@@ -52,6 +57,13 @@ extension LegacyBootloader {
             installed.application = nil
         } else if mode.contains(.bootloader) {
             installed.bootloader = InstalledImage(version: version, size: UInt32(image.count), sha256: ImageDigest.sha256Hex(image))
+        } else if profile.dualBank, let trigger = faults.atStep(["activate"], after: true), trigger.action == .powerLoss {
+            let page = max(profile.layout.pageSize, 1)
+            let copied = min(image.count, (image.count / 2 + page - 1) / page * page)
+            let partial = Array(image.prefix(copied)) + [UInt8](repeating: 0xFF, count: image.count - copied)
+            installed.application = InstalledImage(version: version, size: UInt32(partial.count), sha256: ImageDigest.sha256Hex(partial))
+            bank0 = .validApp
+            return fire(trigger, now: now)
         } else {
             installed.application = InstalledImage(version: version, size: UInt32(image.count), sha256: ImageDigest.sha256Hex(image))
             bank0 = .validApp

@@ -178,7 +178,7 @@ public struct LegacyBootloader: Sendable {
             }
         case .receiveFirmwareImage: packetType = .firmwareData
         case .validate: actions += respond(.validate, validate(now: now))
-        case .activateAndReset: return activate()
+        case .activateAndReset: return activate(now: now)
         case .reset: return reset()
         case .reportReceivedImageSize:
             guard connected else { return [.reboot(into: bootTarget)] }

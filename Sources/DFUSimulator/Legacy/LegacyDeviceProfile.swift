@@ -55,7 +55,8 @@ public struct LegacyDeviceProfile: Codable, Sendable, Hashable {
     /// Advertised name in application mode ("Nordic_HRM", "InfiniTime").
     public var name: String
     public var chip: String
-    /// The SDK the bootloader comes from ("11.0.0"; Adafruit "0.9.2"), informational.
+    /// The SDK or version the bootloader comes from ("11.0.0"; Adafruit: the commit modelled, "48a149f"), informational
+    /// (Adafruit's Device Information firmware revision shows it).
     public var sdkVersion: String
     /// Identity address in application mode.
     public var address: BluetoothAddress

@@ -37,10 +37,11 @@ extension LegacyDeviceProfile {
 
     /// An Adafruit Feather nRF52832 with the Adafruit bootloader (single bank, S132 6.1.1: FWID 0xB7, application at
     /// 0x26000; bootloader at 0x74000, 7 reserved pages, `ADAFRUIT_DEV_REV` 0xADAF), RX pool 16 × 600, pstorage
-    /// queue 18, 360 s timer, MTU up to 247 (d28c2e0).
+    /// queue 18, 360 s timer, MTU up to 247: the bootloader as of commit 48a149f (2026-03-19), which has d28c2e0
+    /// (2026-01-15); releases from 2023 (a980696) until that commit pin the MTU to 23 (legacy-dfu.md §10).
     public static func adafruitNRF52832(address: BluetoothAddress) -> LegacyDeviceProfile {
         LegacyDeviceProfile(
-            kind: .adafruit, name: "Feather nRF52832", chip: "nRF52832", sdkVersion: "0.9.2", address: address,
+            kind: .adafruit, name: "Feather nRF52832", chip: "nRF52832", sdkVersion: "48a149f", address: address,
             bootloaderName: "AdaDFU", dualBank: false, deviceType: 0x0052, deviceRevision: 0xADAF, softDeviceFWID: 0xB7,
             applicationStart: 0x26000,
             layout: LegacyFlashLayout(pageSize: 0x1000, bootloaderStart: 0x74000, appDataReservedPages: 7, bootloaderMaxSize: 0xA000),

@@ -22,6 +22,16 @@ public actor VirtualLegacyDevice {
     /// The running bootloader got the central's peer data from the application's jump (same address; SDK 11
     /// advertises directed to that central). Any reset loses them (`dfu_ble_peer_data_get` corrupts the CRC).
     var peerData = false
+    /// The central adapter of the link being served, and of the one that jumped: SDK 11's directed advertising is
+    /// addressed to that central (docs/virtual-radio.md §2, `directed_to`).
+    var linkCentral: String?
+    var jumpCentral: String?
+    /// Until when SDK 11 advertises directed (50 × 1.28 s from the jump or the last disconnect); then the DFU
+    /// timeout ends the bootloader. The timer is a protocol timer: not divided by the speedup.
+    var directedUntil: Duration?
+    var directedTask: Task<Void, Never>?
+    /// How long SDK 11 advertises directed (``directedAdvertisingTime``; tests shorten it).
+    let directedAdvertisingTime: Duration
     var connected = false
     var server: GATTServer?
     var controlPoint: UInt16?
@@ -40,9 +50,11 @@ public actor VirtualLegacyDevice {
         profile: LegacyDeviceProfile, faults: FaultPlan = .none, clock: C,
         statusSink: (@Sendable (LegacyDeviceState) async -> Void)? = nil, restoring: LegacyPersistentState? = nil,
         persistentSink: (@Sendable (LegacyPersistentState) async -> Void)? = nil,
-        logger: Logger = Logger(label: "bledfu.simulator.legacy"), sharedAir: SharedAir? = nil
+        logger: Logger = Logger(label: "bledfu.simulator.legacy"), sharedAir: SharedAir? = nil,
+        directedAdvertisingTime: Duration = VirtualLegacyDevice.directedAdvertisingTime
     ) {
         self.profile = profile
+        self.directedAdvertisingTime = directedAdvertisingTime
         var bootloader = LegacyBootloader(profile: profile, faults: faults)
         if let restoring { bootloader.restore(restoring) }
         self.bootloader = bootloader
@@ -69,7 +81,13 @@ public actor VirtualLegacyDevice {
         }
     }
 
-    deinit { wakeTask?.cancel() }
+    deinit {
+        wakeTask?.cancel()
+        directedTask?.cancel()
+    }
+
+    /// APP_DIRECTED_ADV_TIMEOUT: 50 directed advertising rounds of 1.28 s (`dfu_transport_ble.c`).
+    public static let directedAdvertisingTime: Duration = .milliseconds(50 * 1280)
 
     // MARK: What the world sees
 
@@ -89,7 +107,7 @@ public actor VirtualLegacyDevice {
     /// when advertising directed.
     public var currentAdvertisement: Advertisement {
         let peer = PeerAddress(currentAddress, type: profile.addressType)
-        if directedAdvertising { return Advertisement(peer: peer, rssi: -50, data: []) }
+        if directedAdvertising { return Advertisement(peer: peer, rssi: -50, data: [], directedTo: jumpCentral) }
         var data: [UInt8] = [2, 0x01, 0x06]
         let name = Array(currentName.utf8.prefix(26))
         data += [UInt8(1 + name.count), 0x09] + name
@@ -133,7 +151,15 @@ public actor VirtualLegacyDevice {
 
     /// Serves one connection on `bearer` until the link ends.
     public func serve(_ bearer: any ATTBearer) async {
+        if directedAdvertising, let target = jumpCentral, bearer.linkInfo.centralAdapter != target {
+            // ADV_DIRECT_IND: the SoftDevice takes a connection request from the addressed central only.
+            logger.debug("virtual legacy device ignores a central it does not advertise to", metadata: ["sim.target": "\(target)"])
+            await bearer.close()
+            return
+        }
         connected = true
+        linkCentral = bearer.linkInfo.centralAdapter
+        stopDirectedTimer()
         // A link from a named central adapter shares that adapter's air with its other links.
         let seat = pacer.connected(bearer.linkInfo, at: now())
         defer { pacer.disconnected(seat) }
@@ -155,6 +181,38 @@ public actor VirtualLegacyDevice {
         self.server = nil
         connected = false
         if mode == servedMode { _ = await perform(machineEvent(.disconnected), server: nil) }
+        // On a disconnect SDK 11 starts its (directed) advertising again with a fresh count.
+        if directedAdvertising { startDirectedTimer() }
+        await publish()
+    }
+
+    /// Directed advertising started: after `directedAdvertisingTime` without a connection the bootloader's DFU
+    /// timeout ends it (the application starts when it is valid, else the bootloader again, without peer data).
+    func startDirectedTimer() {
+        directedTask?.cancel()
+        let until = now() + directedAdvertisingTime
+        directedUntil = until
+        let sleep = self.sleep
+        let delay = directedAdvertisingTime
+        directedTask = Task { [weak self] in
+            await sleep(delay)
+            guard !Task.isCancelled else { return }
+            await self?.directedAdvertisingEnded(at: until)
+        }
+    }
+
+    func stopDirectedTimer() {
+        directedTask?.cancel()
+        directedTask = nil
+        directedUntil = nil
+    }
+
+    func directedAdvertisingEnded(at until: Duration) async {
+        guard directedUntil == until, !connected, directedAdvertising else { return }
+        directedTask = nil
+        directedUntil = nil
+        logger.debug("virtual legacy device: directed advertising timed out, the bootloader exits")
+        reboot(into: bootloader.applicationValid ? .application : .bootloader)
         await publish()
     }
 
@@ -202,6 +260,8 @@ public actor VirtualLegacyDevice {
     func reboot(into target: LegacyBootTarget) {
         logger.debug("virtual legacy device resets", metadata: ["sim.into": "\(target)"])
         peerData = false
+        jumpCentral = nil
+        stopDirectedTimer()
         mode = profile.kind == .infinitime ? .application : target
         // RAM starts afresh; the bootloader's timer runs only while it runs.
         bootloader.boot(at: now(), timer: mode == .bootloader)
@@ -261,8 +321,10 @@ public actor VirtualLegacyDevice {
         case .jump:
             // bootloader_start: peer data to the bootloader, GPREGRET 0xB1, jump; the link drops after the answer.
             peerData = profile.peerDataHandover
+            jumpCentral = linkCentral
             mode = .bootloader
             bootloader.boot(at: now())
+            if directedAdvertising { startDirectedTimer() }
             if let deadline = bootloader.nextWake { scheduleWake(deadline) }
             logger.debug("virtual legacy device jumps to the bootloader", metadata: ["sim.address": "\(currentAddress)"])
             await server.closeAfterResponse()
