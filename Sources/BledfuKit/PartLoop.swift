@@ -61,11 +61,27 @@ struct PartLoop<F: DFUFamily> {
             if connection == nil, unconfirmed {
                 // The last step went unacknowledged: the device runs its application if it took effect.
                 unconfirmed = false
-                connection = try await flow.confirmInstalled(location.merged(with: application), session: session)
-                if connection != nil { flow.meter.countLinkLoss() }  // still in the updater: the step never arrived
-                if connection == nil {
+                switch try await flow.confirmInstalled(
+                    location.merged(with: application), session: session, expectedVersion: part.applicationVersion)
+                {
+                case .updater(let link):
+                    connection = link
+                    flow.meter.countLinkLoss()  // still in the updater: the step never arrived
+                case .installed:
                     flow.emit(.message("\(part.name): the device restarted into its application: the last step took effect"))
                     after = .resets(location)
+                case .otherApplication(let shown):
+                    // A dual-bank device that lost power boots its old application: jump again and go on.
+                    let loss = DFUError(
+                        .linkLost,
+                        "\(part.name): the device restarted into application version \(shown), not "
+                            + "\(part.applicationVersion.map(String.init) ?? "?"): the last step did not take effect",
+                        family: family.id)
+                    flow.meter.countLinkLoss()
+                    guard budget.linkLost(progressed: false) else { throw loss }
+                    flow.emit(.warning("\(loss.message); updating again"))
+                    lastLoss = loss
+                    continue
                 }
             }
             if after == nil {

@@ -1,5 +1,7 @@
+import Foundation
 import BLECore
 import DFUCore
+import GATT
 
 extension UpdateFlow {
     /// Connects to the family's updater again. After a lost link (`loss`) this is one disconnect episode of the
@@ -33,25 +35,58 @@ extension UpdateFlow {
             family: loss.family)
     }
 
+    /// What the device shows after a last step that went unacknowledged.
+    enum Confirmation {
+        /// Still in its updater: the step never arrived; resume on this link.
+        case updater(DFULink)
+        /// It runs the new application: the step took effect.
+        case installed
+        /// It runs an application whose Firmware Revision names another version (a dual-bank device that lost
+        /// power boots its old application): the step did not take effect.
+        case otherApplication(version: String)
+    }
+
     /// After a last step that went unacknowledged: finds the device at its updater's or its application's place.
-    /// Returns nil when it runs an application (the step took effect: an updater with an unfinished update stays
-    /// in its updater), else the updater's link to resume on.
-    func confirmInstalled(_ location: DeviceLocation, session: any FamilySession) async throws(DFUError) -> DFULink? {
+    /// An application means the step took effect (a bootloader with an unfinished update stays in its updater),
+    /// unless its Firmware Revision (0x2A26) shows a version other than `expectedVersion`.
+    func confirmInstalled(_ location: DeviceLocation, session: any FamilySession, expectedVersion: UInt32?)
+        async throws(DFUError) -> Confirmation
+    {
         try await pause(request.options.rebootDelay)
         let (link, _) = try await findAndConnect(location, notFound: .linkLost)
+        let isApplication: Bool
         do {
             switch try await detect(on: link, sessions: [session]) {
-            case .ready: return link
-            case .jump:
-                await link.close()
-                return nil
+            case .ready: return .updater(link)
+            case .jump: isApplication = true
             }
         } catch where error.code == .noUpdateService {
-            await link.close()
-            return nil
+            isApplication = true
         } catch {
             await link.close()
             throw error
+        }
+        let shown = isApplication ? await Self.firmwareRevision(link) : nil
+        await link.close()
+        if let expectedVersion, let shown, let number = UInt32(shown), number != expectedVersion {
+            return .otherApplication(version: shown)
+        }
+        return .installed
+    }
+
+    /// The application's Firmware Revision string (Device Information 0x180A, 0x2A26), trimmed; nil without one.
+    static func firmwareRevision(_ link: DFULink) async -> String? {
+        do {
+            let services = try await link.gatt.discoverPrimaryServices()
+            guard let information = services.first(where: { $0.uuid == BluetoothUUID(0x180A) }),
+                let revision = try await link.gatt.discoverCharacteristics(of: information)
+                    .first(where: { $0.uuid == BluetoothUUID(0x2A26) })
+            else { return nil }
+            let bytes = try await link.gatt.read(handle: revision.valueHandle)
+            let text = String(decoding: bytes, as: UTF8.self)
+            return text.trimmingCharacters(in: .whitespaces.union(.controlCharacters))
+        } catch {
+            return nil
         }
     }
 

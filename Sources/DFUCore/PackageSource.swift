@@ -72,6 +72,15 @@ public protocol UpdatePart: Sendable {
     var name: String { get }
     /// Image bytes the part uploads (progress is counted in these).
     var byteCount: Int { get }
+    /// The version of the application this part installs, as the application then shows it in its Firmware
+    /// Revision string (Device Information 0x2A26, a decimal number); nil when the part is no application or the
+    /// family cannot tell. After an unacknowledged last step, an application that shows another version is not
+    /// the new one (a dual-bank device that lost power boots its old application): the update goes on.
+    var applicationVersion: UInt32? { get }
+}
+
+extension UpdatePart {
+    public var applicationVersion: UInt32? { nil }
 }
 
 /// A package turned into parts for one family, in sending order.

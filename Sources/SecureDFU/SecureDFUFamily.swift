@@ -211,6 +211,8 @@ public struct SecureResume: Codable, Sendable, Hashable {
 
 extension DFUPart: UpdatePart {
     public var byteCount: Int { image.count }
+    /// The init packet's `fw_version` of an application part.
+    public var applicationVersion: UInt32? { name == "application" ? firmwareVersion : nil }
 }
 
 /// The driver's journal store, handing every executed object to the updater's journal as a checkpoint.

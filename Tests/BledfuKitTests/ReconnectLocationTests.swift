@@ -79,4 +79,39 @@ import Testing
         #expect(found.allSatisfy { $0.0 == bootloader && $0.1 == "Dfu3344FF" && $0.2 }, "\(found)")
         #expect(events.last == .completed(address: KitFixture.address.description))
     }
+
+    /// Power lost just before the final Execute (the request never arrives): the dual-bank device boots its old
+    /// application, version 1. Looking at the device after the unacknowledged last step finds an application, but
+    /// its Firmware Revision says 1, not the package's 2: the step did not take effect, so the updater jumps again
+    /// and sends the image again. Before, any application counted as the new one: success was reported while the
+    /// device still ran version 1 (found by the fault campaign's old-application draw, seed 2, run 3).
+    @Test func theOldApplicationAfterAnUnacknowledgedLastStepIsNotTakenForTheNewOne() async throws {
+        let device = VirtualDevice(
+            profile: KitFixture.profile(), faults: try FaultPlan(parsing: "power-loss-at=before-final-execute"),
+            clock: ContinuousClock())
+        let adapter = VirtualDeviceAdapter(devices: [device], link: .inMemory)
+        let clock = ManualClock()
+        let updater = Updater(adapter: adapter, clock: clock, journal: InMemoryUpdateJournalStore())
+        let run = updater.start(KitFixture.request(try KitFixture.package()))
+        var events: [UpdateEvent] = []
+        for await event in run {
+            events.append(event)
+            if case .reconnecting(_, _, let delay) = event {
+                await clock.waitForSleepers(1)
+                clock.advance(by: .milliseconds(delay))
+            }
+        }
+        let result = try await run.result()
+        let state = await device.state()
+        #expect(state.faults.map(\.kind) == ["power-loss"])
+        #expect(state.installed.application?.version == 2)
+        #expect(state.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(KitFixture.image))
+        #expect(
+            events.contains {
+                if case .warning(let text) = $0 { text.contains("application version 1, not 2") } else { false }
+            }, "\(events)")
+        #expect(!events.contains(.message("application: the device restarted into its application: the last step took effect")))
+        #expect(result.statistics.reconnects >= 1)
+        #expect(events.last == .completed(address: KitFixture.address.description))
+    }
 }
