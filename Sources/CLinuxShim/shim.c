@@ -3,7 +3,13 @@
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "CLinuxShim.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* the same number on every architecture since Linux 5.3 */
+#endif
 
 _Static_assert(sizeof(bledfu_mmsghdr) == sizeof(struct mmsghdr), "bledfu_mmsghdr is struct mmsghdr");
 _Static_assert(offsetof(bledfu_mmsghdr, msg_len) == offsetof(struct mmsghdr, msg_len), "msg_len offset");
@@ -17,4 +23,12 @@ int bledfu_sendmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int fl
 
 int bledfu_recvmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags) {
     return recvmmsg(fd, (struct mmsghdr *)messages, count, flags, NULL);
+}
+
+int bledfu_pipe2(int fds[2], int flags) {
+    return pipe2(fds, flags);
+}
+
+int bledfu_pidfd_open(int pid, unsigned int flags) {
+    return (int)syscall(SYS_pidfd_open, pid, flags);
 }

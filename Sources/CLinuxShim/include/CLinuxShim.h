@@ -2,7 +2,9 @@
  * CLinuxShim: the Linux declarations LinuxIO calls that Swift's Glibc module leaves out (the swift-nio
  * CNIOLinux shape): epoll (<sys/epoll.h>: struct epoll_event with the kernel's layout, packed on x86_64) and the
  * GNU sendmmsg(2)/recvmmsg(2) with `struct mmsghdr`, and `struct ucred` of SO_PEERCRED, which need _GNU_SOURCE
- * (defined in shim.c, where the two one-line forwards live and the layouts are asserted against the GNU headers). Declarations only; layouts are pinned by Tests/TransportTests/CShimLayoutTests.swift.
+ * (defined in shim.c, where the one-line forwards live and the layouts are asserted against the GNU headers), and the
+ * forwards to pipe2(2) and pidfd_open(2) that child processes need. Declarations only; layouts are pinned by
+ * Tests/TransportTests/CShimLayoutTests.swift.
  */
 #ifndef BLEDFU_CLINUXSHIM_H
 #define BLEDFU_CLINUXSHIM_H
@@ -31,5 +33,11 @@ static const int BLEDFU_SO_PEERCRED = SO_PEERCRED;  /* 17 */
 int bledfu_sendmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags);
 /// recvmmsg(2) without a timeout.
 int bledfu_recvmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int flags);
+
+/// pipe2(2) (GNU): both ends created with `flags` (O_CLOEXEC) in one call, so no other thread's child inherits them.
+int bledfu_pipe2(int fds[2], int flags);
+/// pidfd_open(2) (Linux 5.3): a descriptor that becomes readable when the child `pid` exits. -1 with errno ENOSYS on
+/// older kernels (no glibc wrapper before 2.36: a raw syscall).
+int bledfu_pidfd_open(int pid, unsigned int flags);
 
 #endif /* BLEDFU_CLINUXSHIM_H */
