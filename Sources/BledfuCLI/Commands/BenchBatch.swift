@@ -3,6 +3,7 @@ import BLECore
 import DFUSimulator
 import Batch
 import Foundation
+import LinuxIO
 
 /// `bledfu bench batch`: wall time of N virtual devices flashed in parallel by `bledfu batch`'s scheduler against
 /// one device alone (issue #6; goal: at most 1.3x). Each run gets a fresh simulator, so every device starts at
@@ -107,25 +108,45 @@ struct BenchBatch: AsyncParsableCommand {
         let radio = directory.appendingPathComponent("radio")
         try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = Process()
-        simulator.executableURL = executable
-        simulator.arguments = [
-            "simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile):\(count)", "--speedup", "\(speedup)",
-        ] + (controller == "none" ? [] : ["--controller", "default=\(controller)"])
         var environment = ProcessInfo.processInfo.environment
         environment["BLEDFU_FIRMWARE_DIR"] = firmware.path
-        simulator.environment = environment
-        simulator.standardOutput = FileHandle.nullDevice
-        simulator.standardError = FileHandle.nullDevice
-        try simulator.run()
-        defer {
-            simulator.interrupt()
-            simulator.waitUntilExit()
+        let simulator: ChildProcess
+        do throws(ChildProcessError) {
+            simulator = try ChildProcess.spawn(
+                executable.path,
+                arguments: ["simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile):\(count)", "--speedup", "\(speedup)"]
+                    + ["--controller", "default=\(controller)"],
+                environment: environment, standardInput: .null, standardOutput: .null, standardError: .null)
+        } catch {
+            throw CLIError("cannot start the simulator: \(error.message)", exitCode: BledfuExit.failure)
         }
+        do {
+            let seconds = try await measure(
+                count: count, info: info, base: base, radio: radio, directory: directory, executable: executable, links: links,
+                simulator: simulator)
+            await Self.stop(simulator)
+            return seconds
+        } catch {
+            await Self.stop(simulator)
+            throw error
+        }
+    }
+
+    /// Ctrl-C to the simulator, then a bounded wait (then SIGKILL: ChildProcess.end).
+    static func stop(_ simulator: ChildProcess) async {
+        simulator.signal(SIGINT)
+        _ = await simulator.end(grace: .seconds(10))
+    }
+
+    /// One scheduler run over `count` devices of the running simulator; returns the wall time.
+    private func measure(
+        count: Int, info: PackageInfo, base: DeviceProfile, radio: URL, directory: URL, executable: URL, links: Int?,
+        simulator: ChildProcess
+    ) async throws -> Double {
         for _ in 0..<3000 {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: radio.path)) ?? []
             if names.filter({ $0.hasSuffix(".adv") }).count >= count { break }
-            guard simulator.isRunning else { throw CLIError("the simulator stopped", exitCode: BledfuExit.failure) }
+            guard simulator.exit == nil else { throw CLIError("the simulator stopped", exitCode: BledfuExit.failure) }
             await pause(seconds: 0.01)
         }
         let adapter = "virtual:\(radio.path)"
