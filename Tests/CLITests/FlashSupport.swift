@@ -11,7 +11,7 @@ final class FlashSimulator {
     let directory: URL
     let radio: String
     let statusDirectory: URL
-    private let process = Process()
+    private let process: SpawnedProcess
 
     /// Starts the simulator and waits (bounded) until the device's advertisement file exists.
     init(directory: URL, speedup: Int = 100, extraArguments: [String] = []) throws {
@@ -19,18 +19,16 @@ final class FlashSimulator {
         radio = directory.appendingPathComponent("radio").path
         statusDirectory = directory.appendingPathComponent("status")
         try FileManager.default.createDirectory(atPath: radio, withIntermediateDirectories: true)
-        process.executableURL = CLIRunner.binary
-        process.arguments =
+        var environment = ProcessInfo.processInfo.environment
+        environment["BLEDFU_FIRMWARE_DIR"] = CLIRunner.repositoryRoot.appendingPathComponent("Firmware").path
+        let logFile = directory.appendingPathComponent("simulate.log")
+        process = try SpawnedProcess(
+            CLIRunner.binary,
             [
                 "simulate", "--adapter", "virtual:\(radio)", "--device", "bracelet", "--speedup", "\(speedup)",
                 "--status-dir", statusDirectory.path, "--public-key", FlashFixture.publicKey.path,
-            ] + extraArguments
-        process.currentDirectoryURL = CLIRunner.repositoryRoot
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("simulate.log").path, contents: nil)
-        let logHandle = try FileHandle(forWritingTo: directory.appendingPathComponent("simulate.log"))
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
+            ] + extraArguments,
+            environment: environment, stdout: logFile, stderr: logFile)
         // Bounded wait for the advertisement file (the simulator is ready when it exists).
         for _ in 0..<1000 {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: radio)) ?? []
@@ -142,19 +140,6 @@ enum FlashFixture {
 }
 
 extension CLIRunner {
-    /// Runs a system tool and returns its standard output.
-    static func runTool(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = Data((try? BlockingRead.toEnd(fd: pipe.fileHandleForReading.fileDescriptor)) ?? [])
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
-
     /// NDJSON lines of a result, decoded.
     static func events(_ result: Result) -> [[String: Any]] {
         result.lines.compactMap { line in
