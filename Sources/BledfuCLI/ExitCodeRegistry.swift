@@ -94,7 +94,10 @@ enum ExitCodeRegistry {
         // running again; neither "refused" (40) nor "verification" (41) says that.
         ExitCodeEntry(47, "reverted", "after the reset the device runs its old image again (reverted)", ["DFUError.reverted"]),
         ExitCodeEntry(50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)"),
-        ExitCodeEntry(51, "batch-plan-invalid", "`batch`: the plan is invalid (its line and the reason are printed)"),
+        ExitCodeEntry(
+            51, "batch-plan-invalid",
+            "`batch`: the plan is invalid (its line and the reason are printed; also `connections` above what the adapter's controller carries)",
+            ["PlanError.too-many-connections"]),
         ExitCodeEntry(52, "batch-line-stopped", "`batch`: the line stopped after the plan's number of failures"),
         ExitCodeEntry(
             53, "batch-database",
@@ -114,6 +117,9 @@ enum ExitCodeRegistry {
         ExitCodeEntry(
             59, "flash-stalled",
             "`batch`, a device's attempt (its `exit_code` in the log): its `bledfu flash` printed nothing for `flash.stall_timeout` and was killed"),
+        ExitCodeEntry(
+            60, "batch-adapter-gone",
+            "`batch`: an adapter disappeared mid-batch (unplugged: ENODEV) and devices are left pending; plug it back in and rerun"),
         ExitCodeEntry(64, "usage", "bad arguments", ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option"]),
         ExitCodeEntry(
             130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable)",
