@@ -1,6 +1,5 @@
 import Foundation
 import LinuxIO
-import SystemPackage
 import Testing
 
 #if canImport(Glibc)
