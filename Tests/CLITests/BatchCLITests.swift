@@ -16,7 +16,7 @@ import Testing
         #expect(report.format == .junit && report.output == "r.xml")
         #expect(throws: (any Error).self) { try BatchReport.parse(["--format", "xml"]) }
         #expect(throws: (any Error).self) { try BatchRun.parse([]) }
-        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 130])
+        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 60, 130])
     }
 
     /// `bledfu flash --json` events become progress and an outcome (the cause, the exit code, retry or not).
@@ -107,7 +107,8 @@ import Testing
         let braceletH = try line.profile("bracelet", name: "BraceletH", address: "C6:05:04:03:30:01")
         try line.simulate([braceletH], ["--hw-version", "99"], speedup: 20)
         try line.waitForDevices(16)
-        let plan = try line.writePlan(expect: 16, connections: 8, adapters: 2)
+        // Two slot pools on one virtual adapter whose controller carries 5 links: 5 each (more is refused, exit 51).
+        let plan = try line.writePlan(expect: 16, connections: 5, adapters: 2)
 
         let result = try await CLIRunner.run(["batch", plan, "--json"] + line.batchArguments, timeout: 150)
         #expect(result.status == 50, "exit \(result.status): \(result.stderr)\n\(result.stdout.suffix(3000))")
