@@ -1,6 +1,7 @@
 import ArgumentParser
 import Batch
 import Foundation
+import LinuxIO
 import Synchronization
 import Testing
 
@@ -172,19 +173,13 @@ import Testing
         try line.waitForDevices(8)
         let plan = try line.writePlan(expect: 8, connections: 4)
         let output = line.directory.appendingPathComponent("first.out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let first = Process()
-        first.executableURL = CLIRunner.binary
-        first.arguments = ["batch", plan, "--json"] + line.batchArguments
-        first.standardOutput = try FileHandle(forWritingTo: output)
-        first.standardError = FileHandle.nullDevice
-        try first.run()
+        let first = try SpawnedProcess(CLIRunner.binary, ["batch", plan, "--json"] + line.batchArguments, stdout: output)
         // Kill it as soon as one device finished (the others are mid-flight).
         var killed = false
         for _ in 0..<6000 where first.isRunning {
             let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             if text.contains("\"event\":\"finished\"") {
-                kill(first.processIdentifier, SIGKILL)
+                first.child.signal(SIGKILL)
                 killed = true
                 break
             }
@@ -192,7 +187,7 @@ import Testing
         }
         first.waitUntilExit()
         #expect(killed, "the first run ended before any device finished")
-        #expect(first.terminationReason == .uncaughtSignal)
+        #expect(first.terminationStatus == 128 + SIGKILL)
         let before = try await line.report()
         #expect(before.values.contains { $0.record["status"] as? String == "done" })
         #expect(before.values.contains { ["running", "pending"].contains($0.record["status"] as? String ?? "") }, "killed mid-batch")
