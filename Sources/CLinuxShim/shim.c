@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <spawn.h>
+#include <errno.h>
 #include "CLinuxShim.h"
 
 #ifndef SYS_pidfd_open
@@ -31,4 +33,14 @@ int bledfu_pipe2(int fds[2], int flags) {
 
 int bledfu_pidfd_open(int pid, unsigned int flags) {
     return (int)syscall(SYS_pidfd_open, pid, flags);
+}
+
+int bledfu_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+#else
+    (void)actions;
+    (void)from;
+    return ENOSYS;
+#endif
 }

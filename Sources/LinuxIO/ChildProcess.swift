@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import BLECore
+import CLinuxShim
 import Foundation
 import Synchronization
 import SystemPackage
@@ -121,6 +122,11 @@ public final class ChildProcess: Sendable {
             case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, target)
             }
         }
+        // Nothing else of this process reaches the child: descriptors other code opened without O_CLOEXEC (a file
+        // being written, which the child's exec of it would then refuse with ETXTBSY; a pipe's write end, whose reader
+        // would never see end of file) are closed in the child before exec. A glibc before 2.34 has no closefrom
+        // action: the child then relies on O_CLOEXEC alone.
+        _ = bledfu_spawn_addclosefrom(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -28,22 +28,29 @@ struct BatchBadInputTests {
     func anAdapterPulledMidBatch() async throws {
         let line = try BatchLine()
         defer { line.cleanUp() }
-        try line.simulate(["bracelet:2"], ["--fault", "slow-flash=4"], speedup: 1)
+        try line.simulate(["bracelet:2"], ["--fault", "slow-flash=12"], speedup: 1)
         try line.waitForDevices(2)
         let plan = try line.writePlan(expect: 2, connections: 2, retries: 3)
         let errors = line.directory.appendingPathComponent("batch.err").path
         let errorsFD = try FileIO.create(errors)
         let batch = try BatchInterruptTests.RunningBatch(["batch", plan, "--json"] + line.batchArguments, standardError: .descriptor(errorsFD))
         try FileIO.close(errorsFD)
-        let uploading = await batch.read(until: { _ in
-            Set(batch.events("progress").filter { ($0["bytes"] as? Int ?? 0) > 0 }.compactMap { $0["address"] as? String }).count == 2
-        })
-        #expect(uploading, "\(batch.lines.suffix(5))")
-        // Pulled: the radio's directory (the controller, the advertisements, the sockets' names) goes away, and with
-        // it every link (as the kernel drops an unplugged adapter's links: the other end's process ends here).
-        try FileManager.default.removeItem(at: line.radio)
-        for simulator in line.simulators { simulator.process.child.signal(SIGKILL) }
-        await batch.read(until: { _ in false }, timeout: .seconds(240))
+        // Pulled while both upload (decided and done off the pool, so a loaded test process does not lag behind):
+        // the radio's directory (the controller, the advertisements, the sockets' names) goes away, and with it every
+        // link (as the kernel drops an unplugged adapter's links: the other end's process ends here).
+        let radio = line.radio
+        let simulators = line.simulators.map(\.process.child)
+        let pulled = await batch.when({ lines in
+            Set(
+                BatchInterruptTests.RunningBatch.events("progress", in: lines).filter { ($0["bytes"] as? Int ?? 0) > 0 }
+                    .compactMap { $0["address"] as? String }
+            ).count == 2
+        }) {
+            try? FileManager.default.removeItem(at: radio)
+            for simulator in simulators { simulator.signal(SIGKILL) }
+        }
+        #expect(pulled, "\(batch.lines.suffix(5))")
+        #expect(await batch.waitForEnd(timeout: 240))
         #expect(await batch.child.wait(timeout: .seconds(60)) == .exited(60))
         let text = String(decoding: try FileIO.read(errors), as: UTF8.self)
         let last = text.split(separator: "\n").last.map(String.init)

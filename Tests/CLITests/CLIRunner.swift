@@ -32,45 +32,32 @@ struct CLIRunner {
     /// `out/` at the repository's root (ignored by git): screenshots and other artefacts a test keeps.
     static var outputDirectory: URL { repositoryRoot.appendingPathComponent("out") }
 
-    /// Runs the child and awaits it on the reactor (LinuxIO's ChildProcess: its output read and its exit noticed
-    /// without holding a thread; the test's task gives its cooperative thread back while the child runs). Waiting for
-    /// a child on a cooperative thread takes one of the pool's threads (as many as the machine has cores) for the
-    /// child's whole run; two such waits on a two-core machine stopped every other test of the process, whose clocks
-    /// went on running (docs/reliability.md, "Starved pool"). Foundation's Process and Pipe are not used: a `try!`
-    /// inside FileHandle crashed the test process (SIGABRT) twice in stress runs.
+    /// Runs the child and awaits it off the cooperative pool: its pipes are read and its exit awaited on threads of
+    /// their own (`OffPool`, `BlockingCollector`), so the test's task gives its cooperative thread back while the child
+    /// runs and the reading does not depend on the pool either. Waiting for a child on a cooperative thread takes one
+    /// of the pool's threads (as many as the machine has cores) for the child's whole run; two such waits on a
+    /// two-core machine stopped every other test of the process, whose clocks went on running (docs/reliability.md,
+    /// "Starved pool"); and reads resumed on the pool starve with it (a full run lost the output of children that had
+    /// exited). Foundation's Process and Pipe are not used: a `try!` inside FileHandle crashed the test process
+    /// (SIGABRT) twice in stress runs.
     @discardableResult
     static func run(
         _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
     ) async throws -> Result {
-        let (child, out, err) = try start(arguments, environment: environment, executable: executable)
-        defer {
-            out.close()
-            err.close()
+        try await OffPool.run {
+            try runBlocking(arguments, environment: environment, timeout: timeout, executable: executable)
         }
-        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(timeout * 1000)))
-        async let outBytes = collect(out, until: deadline)
-        async let errBytes = collect(err, until: deadline)
-        let (stdout, stderr) = await (outBytes, errBytes)
-        var exit = await child.wait(timeout: max(.zero, ContinuousClock.now.duration(to: deadline)))
-        if exit == nil {
-            Issue.record("bledfu \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
-            exit = await child.end(grace: .zero, killGrace: .seconds(30))
-        }
-        return Result(
-            status: exit?.code ?? -1, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
     }
 
     /// Like ``run(_:environment:timeout:executable:)``, blocking the calling thread: only for synchronous code that
-    /// cannot await (a polled condition). Reads both pipes on threads of their own and polls for the exit.
+    /// cannot await (a polled condition). Reads both pipes on threads of their own and polls for the exit (at most
+    /// `timeout`, then SIGKILL); what the pipes hold is read to their end (at most 60 s more).
     @discardableResult
     static func runBlocking(
         _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
     ) throws -> Result {
+        // The collectors own the read ends: each closes its own once it reached the end.
         let (child, out, err) = try start(arguments, environment: environment, executable: executable)
-        defer {
-            out.close()
-            err.close()
-        }
         let deadline = Date().addingTimeInterval(timeout)
         let outData = BlockingCollector(out.fd)
         let errData = BlockingCollector(err.fd)
@@ -80,9 +67,10 @@ struct CLIRunner {
             Issue.record("bledfu \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
             while child.exit == nil { usleep(10_000) }  // SIGKILL: gone within moments
         }
+        let drain = Date().addingTimeInterval(60)
         return Result(
-            status: child.exit?.code ?? -1, stdout: String(decoding: outData.wait(), as: UTF8.self),
-            stderr: String(decoding: errData.wait(), as: UTF8.self))
+            status: child.exit?.code ?? -1, stdout: String(decoding: outData.wait(until: drain), as: UTF8.self),
+            stderr: String(decoding: errData.wait(until: drain), as: UTF8.self))
     }
 
     /// Starts the binary (or `executable`) with its standard output and error on pipes.
@@ -103,16 +91,6 @@ struct CLIRunner {
         return (child, try PipeReader(fd: out.read), try PipeReader(fd: err.read))
     }
 
-    /// Everything a pipe carries until its end or the deadline.
-    static func collect(_ reader: PipeReader, until deadline: ContinuousClock.Instant) async -> [UInt8] {
-        var all: [UInt8] = []
-        while true {
-            let remaining = ContinuousClock.now.duration(to: deadline)
-            guard remaining > .zero, let chunk = try? await reader.read(timeout: remaining), !chunk.isEmpty else { return all }
-            all += chunk
-        }
-    }
-
     /// Runs a system tool and returns its standard output.
     static func runTool(_ path: String, _ arguments: [String]) throws -> String {
         try runBlocking(arguments, timeout: 120, executable: URL(fileURLWithPath: path)).stdout
@@ -129,35 +107,36 @@ struct CLIRunner {
     }
 }
 
-/// Reads a (non-blocking) descriptor to its end on a thread of its own, waiting with poll(2) between reads.
+/// Reads a (non-blocking) descriptor to its end on a thread of its own, waiting with poll(2) between reads; closes
+/// it there (never while the thread may still read it).
 final class BlockingCollector: Sendable {
     private let bytes = Mutex<[UInt8]>([])
     private let done = DispatchSemaphore(value: 0)
 
     init(_ fd: CInt) {
         let thread = Thread { [self] in
-            var all: [UInt8] = []
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             while true {
                 var buffer = [UInt8](repeating: 0, count: 65_536)
                 let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count > 0 {
-                    all += buffer[..<count]
+                    self.bytes.withLock { $0 += buffer[..<count] }
                 } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
                     break
                 } else {
                     _ = poll(&entry, 1, 1000)
                 }
             }
-            self.bytes.withLock { $0 = all }
+            close(fd)
             self.done.signal()
         }
         thread.start()
     }
 
-    /// The bytes, once the descriptor reached its end.
-    func wait() -> [UInt8] {
-        done.wait()
+    /// The bytes, once the descriptor reached its end (or what came until `deadline`: a grandchild may keep the
+    /// pipe open).
+    func wait(until deadline: Date) -> [UInt8] {
+        _ = done.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow))
         return bytes.withLock { $0 }
     }
 }

@@ -72,6 +72,22 @@ struct ChildProcessTests {
         #expect(UInt64(blocked.split(separator: "\t").last ?? "", radix: 16) == 0)
     }
 
+    @Test("A descriptor this process opened without O_CLOEXEC does not reach the child")
+    func noInheritedDescriptors() async throws {
+        var pair: [CInt] = [-1, -1]
+        #expect(pipe(&pair) == 0)  // no O_CLOEXEC: as Foundation or a C library may open one
+        // Copies at 100 and above (F_DUPFD, no O_CLOEXEC either), far from the few the child opens itself.
+        let fds = [system_fcntl(pair[0], F_DUPFD, 100), system_fcntl(pair[1], F_DUPFD, 100)]
+        defer { for fd in pair + fds { _ = system_close(fd) } }
+        #expect(fds.allSatisfy { $0 >= 100 })
+        let (child, reader) = try Self.shell("ls /proc/self/fd")
+        let listed = String(decoding: try await reader.readToEnd(idle: .seconds(60)), as: UTF8.self)
+        reader.close()
+        #expect(await child.wait(timeout: .seconds(60)) == .exited(0))
+        let numbers = Set(listed.split(separator: "\n").compactMap { CInt($0) })
+        #expect(!numbers.contains(fds[0]) && !numbers.contains(fds[1]), "the child has \(numbers.sorted()); leaked: \(fds)")
+    }
+
     @Test("SIGINT ends a child at its default action: signalled(2), code 130")
     func interruptedChild() async throws {
         let (child, reader) = try Self.shell("exec sleep 600")

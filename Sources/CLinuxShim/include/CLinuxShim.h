@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/ioctl.h>
+#include <spawn.h>
 
 /// `struct mmsghdr` (sys/socket.h under _GNU_SOURCE): one message of sendmmsg/recvmmsg and the byte count the
 /// kernel sets. Same layout (shim.c asserts it).
@@ -36,6 +37,9 @@ int bledfu_recvmmsg(int fd, bledfu_mmsghdr *messages, unsigned int count, int fl
 
 /// pipe2(2) (GNU): both ends created with `flags` (O_CLOEXEC) in one call, so no other thread's child inherits them.
 int bledfu_pipe2(int fds[2], int flags);
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the child closes every descriptor from `from` on before
+/// exec, also those opened without O_CLOEXEC by other code of the parent. Returns ENOSYS on an older glibc.
+int bledfu_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 /// pidfd_open(2) (Linux 5.3): a descriptor that becomes readable when the child `pid` exits. -1 with errno ENOSYS on
 /// older kernels (no glibc wrapper before 2.36: a raw syscall).
 int bledfu_pidfd_open(int pid, unsigned int flags);
