@@ -33,24 +33,23 @@ public struct BatchPlan: Sendable, Equatable {
     public static let autoConnections = 5
 
     /// The plan with each `auto` adapter's connections set to `limit(adapter)` (its controller's links), or
-    /// ``autoConnections`` when unknown; an explicit number above a known limit is lowered to it. Returns the
-    /// plan and one line per lowered adapter.
-    public func resolvingAuto(limit: (Adapter) -> Int?) -> (plan: BatchPlan, notes: [String]) {
+    /// ``autoConnections`` when unknown. An explicit number above a known limit is refused (one line naming the
+    /// adapter's line in the plan and the limit; `batch` exit 51): the plan promises links the controller cannot carry.
+    public func resolvingAuto(limit: (Adapter) -> Int?) throws(PlanError) -> BatchPlan {
         var plan = self
-        var notes: [String] = []
         for index in plan.adapters.indices {
             let adapter = plan.adapters[index]
             let known = limit(adapter)
             if adapter.auto {
                 plan.adapters[index].connections = max(1, known ?? Self.autoConnections)
             } else if let known, adapter.connections > known {
-                plan.adapters[index].connections = max(1, known)
-                notes.append(
-                    "adapter \(adapter.label): connections \(adapter.connections) is more than its controller carries "
-                        + "(\(known) links); at most \(known) run at once")
+                throw PlanError(
+                    .tooManyConnections, line: adapter.line,
+                    "adapter \(adapter.label): connections \(adapter.connections) is more than its controller carries (\(known) "
+                        + "links): give at most \(known), or connections: auto")
             }
         }
-        return (plan, notes)
+        return plan
     }
 
     /// A kind of device and the package it gets.
@@ -187,6 +186,8 @@ public struct PlanError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let unknownClass = Code(rawValue: "unknown-class")
         /// A package is missing or invalid.
         public static let badPackage = Code(rawValue: "bad-package")
+        /// An adapter's `connections` is above what its controller carries (where bledfu knows the controller).
+        public static let tooManyConnections = Code(rawValue: "too-many-connections")
         public var description: String { rawValue }
     }
 

@@ -20,6 +20,10 @@ extension BatchScheduler {
         var names: [BluetoothAddress: String]
         var lineStopped = false
         var interrupted = false
+        /// Labels of the adapters that disappeared.
+        var adaptersGone: [String] = []
+        /// Per adapter: gone (no device starts on it again in this run).
+        private var gone: [Bool]
         private var free: [Int]
         /// Per adapter: links of ours it may carry now (its connections, lowered by a no-free-link refusal).
         private var cap: [Int]
@@ -59,6 +63,7 @@ extension BatchScheduler {
             free = scheduler.plan.adapters.map(\.connections)
             cap = free
             resting = free.map { _ in false }
+            gone = free.map { _ in false }
             refusals = free.map { _ in 0 }
             lastBeat = BeatTracker(scheduler.now())
         }
@@ -127,7 +132,7 @@ extension BatchScheduler {
 
         /// The links adapter `slot` may start now: its free slots, within what its controller carries, none while it rests.
         func available(_ slot: Int) -> Int {
-            guard !resting[slot] else { return 0 }
+            guard !resting[slot], !gone[slot] else { return 0 }
             let ours = plan.adapters[slot].connections - free[slot]
             return max(0, min(free[slot], cap[slot] - ours))
         }
@@ -214,6 +219,11 @@ extension BatchScheduler {
         /// lowers its cap to them: the device is tried again when one of them ends. Otherwise the adapter rests.
         mutating func pressure(_ finished: Finished) -> (keepPlace: Bool, rest: Int?) {
             let slot = finished.adapterIndex
+            if finished.backPressure == .adapterGone {
+                // Not the device's failure: it keeps its place (and its journal) for another adapter or the next run.
+                adapterGone(slot)
+                return (true, nil)
+            }
             let ours = plan.adapters[slot].connections - free[slot]
             guard let pressure = finished.backPressure, finished.outcome.result == .failed, !stopped,
                 refusals[slot] < scheduler.backPressureLimit
@@ -231,6 +241,19 @@ extension BatchScheduler {
             refusals[slot] += 1
             resting[slot] = true
             return (true, slot)
+        }
+
+        /// Takes a vanished adapter out of the run; with none left, the line stops (`batch` exit 60).
+        mutating func adapterGone(_ slot: Int) {
+            guard !gone[slot] else { return }
+            gone[slot] = true
+            let label = plan.adapters[slot].label
+            adaptersGone.append(label)
+            scheduler.events(.message("adapter \(label) is gone (unplugged or removed): no device starts on it again in this run"))
+            if gone.allSatisfy({ $0 }) {
+                stopped = true
+                scheduler.events(.message("no adapter left: the line stops; the devices not done stay pending"))
+            }
         }
 
         /// Records an attempt; returns the adapter that must rest before its next try (back-pressure).

@@ -26,6 +26,8 @@ public struct BatchSummary: Sendable, Equatable {
     public var lineStopped = false
     /// `shouldStop` asked the line to stop (Ctrl-C).
     public var interrupted = false
+    /// Adapters (labels) that disappeared during the run; with none left the line stopped.
+    public var adaptersGone: [String] = []
     public var statuses: [String: DeviceStatus] = [:]
 
     public init() {}
@@ -149,6 +151,7 @@ public struct BatchScheduler: Sendable {
         var summary = BatchSummary()
         summary.lineStopped = loop.lineStopped
         summary.interrupted = loop.interrupted
+        summary.adaptersGone = loop.adaptersGone
         for record in try await log.devices(batch: batch) where classes.contains(record.className) {
             summary.statuses[record.address] = record.status
             switch record.status {
@@ -198,6 +201,10 @@ public struct BatchScheduler: Sendable {
             outcome.error = "already at version \(installed) (target \(target))"
             return finish()
         }
+        if before.mode == .unreachable, await !flasher.adapterPresent(job.adapter) {
+            outcome.error = "adapter \(job.adapter.label) is gone (unplugged or removed): \(before.error ?? "no link")"
+            return finish(backPressure: .adapterGone)
+        }
         if Task.isCancelled { return finish(takenOver: true) }
         let result = await flasher.flash(job) { progress in events(.progress(address: address, progress)) }
         outcome.bytes = result.bytes
@@ -208,6 +215,11 @@ public struct BatchScheduler: Sendable {
         guard result.success else {
             outcome.error = result.error ?? "the update failed"
             if result.interrupted { outcome.result = .interrupted }
+            if !result.interrupted, result.backPressure == nil, await !flasher.adapterPresent(job.adapter) {
+                // Not the device's failure: its journal lets the next adapter (or run) resume it.
+                outcome.error = "adapter \(job.adapter.label) is gone (unplugged or removed) during the update: \(outcome.error ?? "")"
+                return finish(backPressure: .adapterGone)
+            }
             return finish(retryable: result.retryable, backPressure: result.backPressure)
         }
         events(.progress(address: address, DeviceProgress(stage: "verifying", bytes: job.package.totalBytes, total: job.package.totalBytes)))

@@ -130,6 +130,9 @@ public enum BackPressure: String, Sendable, Equatable {
     case noFreeLink = "no-free-link"
     /// The adapter cannot create a connection now (scanning, creating another, advertising; exit 22, `adapter-busy`).
     case adapterBusy = "adapter-busy"
+    /// The adapter is gone (unplugged: ENODEV; a virtual radio's directory removed): no device starts on it again in
+    /// this run; its devices stay pending for the other adapters or the next run (`batch` exit 60 when none is left).
+    case adapterGone = "adapter-gone"
 }
 
 /// The per-device work the line injects: the CLI implements it with the full `bledfu flash` engine (buttonless
@@ -142,4 +145,11 @@ public protocol DeviceFlasher: Sendable {
         -> DeviceProbe
     /// The whole update of one device. `progress` may be called from any task.
     func flash(_ job: FlashJob, progress: @escaping @Sendable (DeviceProgress) -> Void) async -> FlashOutcome
+    /// Whether the adapter still exists (asked after an attempt failed: a USB adapter pulled mid-batch, a virtual
+    /// radio's directory removed). Default: true.
+    func adapterPresent(_ adapter: BatchPlan.Adapter) async -> Bool
+}
+
+extension DeviceFlasher {
+    public func adapterPresent(_ adapter: BatchPlan.Adapter) async -> Bool { true }
 }

@@ -73,26 +73,60 @@ public protocol LineDatabase: Sendable {
     func close() async
 }
 
-/// Serializes the async transactions of one process (a FIFO of waiting tasks; no polling).
+/// Serializes the async transactions of one process (a FIFO of waiting tasks; no polling). A wait for the gate has a
+/// deadline (on the injected clock): a transaction that holds it longer (a database server that stopped answering)
+/// makes the ones behind it fail with one line instead of waiting forever.
 public actor TransactionGate {
     private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private var waiting: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var nextID: UInt64 = 0
+    private let limit: Duration
+    private let sleep: @Sendable (Duration) async throws -> Void
 
-    public init() {}
+    /// - Parameter limit: the longest a transaction waits for the one before it to end.
+    public init(limit: Duration = .seconds(120), clock: some Clock<Duration> = ContinuousClock()) {
+        self.limit = limit
+        self.sleep = { try await clock.sleep(for: $0) }
+    }
 
-    public func enter() async {
+    /// Waits for this transaction's turn; throws (a `write` error naming the wait) when `limit` passes first.
+    public func enter() async throws(BatchLogError) {
         if !busy {
             busy = true
             return
         }
-        await withCheckedContinuation { waiting.append($0) }
+        nextID += 1
+        let id = nextID
+        let sleep = self.sleep
+        let limit = self.limit
+        let timer = Task {
+            do {
+                try await sleep(limit)
+            } catch {
+                return  // admitted first
+            }
+            await self.expire(id)
+        }
+        defer { timer.cancel() }
+        let admitted = await withCheckedContinuation { waiting.append((id, $0)) }
+        guard admitted else {
+            throw BatchLogError(.write, "the database did not finish the previous transaction within \(limit.components.seconds) s")
+        }
     }
 
     public func leave() {
         if waiting.isEmpty {
             busy = false
         } else {
-            waiting.removeFirst().resume()
+            waiting.removeFirst().continuation.resume(returning: true)
         }
+    }
+
+    /// How many transactions wait (for tests).
+    public var waitingCount: Int { waiting.count }
+
+    private func expire(_ id: UInt64) {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }
+        waiting.remove(at: index).continuation.resume(returning: false)
     }
 }

@@ -83,5 +83,7 @@ public final class LineJournalSync: Sendable {
             await sync.push(path: sync.file(address: address, sha: job.package.sha256).path, finished: true)
             return outcome
         }
+
+        func adapterPresent(_ adapter: BatchPlan.Adapter) async -> Bool { await inner.adapterPresent(adapter) }
     }
 }

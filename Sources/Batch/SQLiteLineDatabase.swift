@@ -61,7 +61,7 @@ public final class SQLiteLineDatabase: LineDatabase {
     }
 
     public func transaction<T: Sendable>(write: Bool, _ body: @Sendable (any SQLSession) async throws -> T) async throws -> T {
-        await gate.enter()
+        try await gate.enter()
         let session = Session(pool: pool)
         do {
             try await session.execute(write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED", [])

@@ -105,7 +105,10 @@ enum ExitCodeRegistry {
             "the device would refuse the package (another hardware version, a downgrade): checked before the jump, nothing sent, the device still runs its application",
             ["DFUError.device-mismatch"]),
         ExitCodeEntry(50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)"),
-        ExitCodeEntry(51, "batch-plan-invalid", "`batch`: the plan is invalid (its line and the reason are printed)"),
+        ExitCodeEntry(
+            51, "batch-plan-invalid",
+            "`batch`: the plan is invalid (its line and the reason are printed; also `connections` above what the adapter's controller carries)",
+            ["PlanError.too-many-connections"]),
         ExitCodeEntry(52, "batch-line-stopped", "`batch`: the line stopped after the plan's number of failures"),
         ExitCodeEntry(
             53, "batch-database",
@@ -125,6 +128,9 @@ enum ExitCodeRegistry {
         ExitCodeEntry(
             59, "flash-stalled",
             "`batch`, a device's attempt (its `exit_code` in the log): its `bledfu flash` printed nothing for `flash.stall_timeout` and was killed"),
+        ExitCodeEntry(
+            60, "batch-adapter-gone",
+            "`batch`: an adapter disappeared mid-batch (unplugged: ENODEV) and devices are left pending; plug it back in and rerun"),
         ExitCodeEntry(
             64, "usage", "bad arguments",
             ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option", "PackageError.invalid-options"]),

@@ -24,6 +24,8 @@ struct ProcessFlasher: DeviceFlasher {
     var stateDirectory: URL
     /// Each device's standard error goes to `<logDirectory>/<address>.log`.
     var logDirectory: URL
+    /// The running children (Ctrl-C reaches them through it: ProcessFlasher+Child.swift).
+    var children = FlashChildren()
 
     func probe(_ target: BatchTarget, adapter: BatchPlan.Adapter, options: BatchPlan.FlashOptions, afterUpdate: Bool) async -> DeviceProbe {
         let radio: any BLEAdapter
@@ -74,87 +76,6 @@ struct ProcessFlasher: DeviceFlasher {
         for key in job.options.keys { arguments += ["--key", key] }
         if let name = job.bootloaderName { arguments += ["--bootloader-name", name] }
         return arguments
-    }
-
-    func flash(_ job: FlashJob, progress: @escaping @Sendable (DeviceProgress) -> Void) async -> FlashOutcome {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments(job)
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
-        let logURL = logDirectory.appendingPathComponent(job.target.address.description.replacingOccurrences(of: ":", with: "-") + ".log")
-        try? FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
-        if !FileManager.default.fileExists(atPath: logURL.path) { _ = FileManager.default.createFile(atPath: logURL.path, contents: nil) }
-        let log = FileHandle(forWritingAtPath: logURL.path)
-        log?.seekToEndOfFile()
-        log?.write(Data("--- attempt \(job.attempt): bledfu \(process.arguments?.joined(separator: " ") ?? "")\n".utf8))
-        process.standardError = log ?? FileHandle.nullDevice
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
-        do {
-            try process.run()
-        } catch {
-            return FlashOutcome(success: false, error: "cannot start \(executable.path): \(error)", retryable: false)
-        }
-        let pid = process.processIdentifier
-        let stallLimit = job.options.effectiveStallTimeout
-        let watchdog = StallWatchdog(limit: .milliseconds(Int64(stallLimit * 1000)), clock: ContinuousClock()) {
-            // The child ends (also a stopped one), its standard output reaches EOF and the waits below end.
-            try? ProcessSignal.killNow(pid)  // ESRCH is success; nothing else can fail for our own child
-        }
-        let started = ContinuousClock.now
-        let parser = FlashEventParser(total: job.package.totalBytes, progress: progress) { line in
-            // Everything but the progress events goes to the device's log too, with the time since the start.
-            let elapsed = started.duration(to: .now)
-            let stamp = String(format: "%8.3f ", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-            log?.write(Data(stamp.utf8) + line + Data("\n".utf8))
-        }
-        let reader = output.fileHandleForReading
-        let lines = AsyncStream<Void>.makeStream()
-        let thread = Thread {
-            // Blocking reads on a thread of its own: a child that stops writing never holds up the others.
-            var buffer = Data()
-            while true {
-                // A read error other than EINTR ends the stream like end of file; the exit status still decides.
-                let chunk = (try? BlockingRead.chunk(fd: reader.fileDescriptor)) ?? []
-                if chunk.isEmpty { break }
-                watchdog.touch()
-                buffer.append(contentsOf: chunk)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    parser.consume(buffer[buffer.startIndex..<newline])
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                }
-            }
-            lines.continuation.finish()
-        }
-        thread.start()
-        // The waits run in a task of their own, which cancellation does not end: cancelled (another station took the
-        // device over), the child is killed and its end is still awaited, so nothing outlives this call.
-        let wait = Task { () -> Int32 in
-            for await _ in lines.stream {}
-            for await code in exited.stream { return code }
-            return -1
-        }
-        let status = await withTaskCancellationHandler {
-            await wait.value
-        } onCancel: {
-            try? ProcessSignal.killNow(pid)  // ESRCH is success; nothing else can fail for our own child
-        }
-        let stalled = watchdog.stop()
-        // The log is diagnostics only: a failed close loses nothing the database needs.
-        if stalled {
-            log?.write(Data("--- killed: no event for \(Int(stallLimit)) s\n".utf8))
-        }
-        try? log?.close()
-        if stalled {
-            return FlashOutcome(
-                success: false,
-                error: "bledfu flash stopped answering (no event for \(Int(stallLimit)) s) and was killed "
-                    + "[exit \(BatchExit.flashStalled)]",
-                exitCode: BatchExit.flashStalled, retryable: true)
-        }
-        return parser.outcome(exitStatus: status, logPath: logURL.path)
     }
 }
 

@@ -43,8 +43,19 @@ public struct BlueZAdapter: BLEAdapter {
         var source: BlueZAdapterInfo?
         if adapterName != nil { source = try resolve() }
         await ScanActivity.shared.waitIdle()
-        let connection = try await L2CAPConnector.connect(
-            source: source?.address, adapterName: source?.name ?? name, to: peer, options: options, logger: logger)
+        // Other bledfu processes on this adapter: no raw scan of theirs runs while the kernel creates our link.
+        let lock = source.map { HCIAdapterLock(adapter: $0.name) }
+        let logger = self.logger
+        let connect = { () async throws(AdapterError) -> L2CAPConnector.Connection in
+            try await L2CAPConnector.connect(
+                source: source?.address, adapterName: source?.name ?? self.name, to: peer, options: options, logger: logger)
+        }
+        let connection =
+            if let lock {
+                try await lock.withLock(.shared, timeout: options.timeout) { (_: Bool) async throws(AdapterError) in try await connect() }
+            } else {
+                try await connect()
+            }
         if let request = linkTuning, let handle = connection.linkInfo.connectionHandle,
             let adapter = source ?? (try? AdapterLookup.list().filter(\.isUp)).flatMap({ $0.count == 1 ? $0[0] : nil })
         {
@@ -67,8 +78,12 @@ public struct BlueZAdapter: BLEAdapter {
             defer { ScanActivity.shared.end() }
             do throws(AdapterError) {
                 let adapter = try AdapterLookup.resolve(adapterName)
-                try await HCIScanner(adapter: adapter, active: active).run(filter: filter, duration: duration) {
-                    continuation.yield($0)
+                // Alone on the adapter among bledfu processes: another's connect would stop this raw scan.
+                try await HCIAdapterLock(adapter: adapter.name).withLock(.exclusive, timeout: HCIAdapterLock.scanWait) {
+                    (_: Bool) async throws(AdapterError) in
+                    try await HCIScanner(adapter: adapter, active: active).run(filter: filter, duration: duration) {
+                        continuation.yield($0)
+                    }
                 }
                 continuation.finish()
             } catch {

@@ -52,7 +52,9 @@ public actor ATTClient {
     /// loop has been waiting for the bearer to take its current one; the timer task closes a link stuck longer
     /// than the transaction timeout.
     private nonisolated let sending = Mutex<(pending: Int, since: Duration?)>((0, nil))
-    private var disconnectWaiters: [CheckedContinuation<ATTClientError, Never>] = []
+    /// Tasks waiting for the client to stop (nil: the wait ended first, at its deadline or by cancellation).
+    private var disconnectWaiters: [UInt64: CheckedContinuation<ATTClientError?, Never>] = [:]
+    private var nextDisconnectWaiter: UInt64 = 0
 
     private struct Outgoing: Sendable {
         /// One PDU, or a burst of commands that goes to the bearer in one `send(burst:)`.
@@ -198,10 +200,47 @@ public actor ATTClient {
         return stream
     }
 
-    /// Suspends until the client has stopped (link loss, timeout, protocol error or `close()`) and returns why.
+    /// Suspends until the client has stopped (link loss, timeout, protocol error or `close()`) and returns why; nil
+    /// when `limit` passes first (on the injected clock) or the task is cancelled. A peer may never drop the link, and
+    /// with no transaction outstanding nothing else would end the wait: every wait for a disconnect has a deadline.
+    public func disconnected(within limit: Duration) async -> ATTClientError? {
+        await waitForDisconnect(limit: limit)
+    }
+
+    /// ``disconnected(within:)`` with no deadline of its own, for callers that bound the wait themselves (tests that
+    /// wait for a disconnect they caused; a task group with a deadline: cancellation ends it, with `.closed`).
     public func disconnected() async -> ATTClientError {
+        await waitForDisconnect(limit: nil) ?? machine.closedReason ?? ATTClientError(.closed, "the wait was cancelled")
+    }
+
+    private func waitForDisconnect(limit: Duration?) async -> ATTClientError? {
         if let reason = machine.closedReason { return reason }
-        return await withCheckedContinuation { disconnectWaiters.append($0) }
+        nextDisconnectWaiter += 1
+        let id = nextDisconnectWaiter
+        let sleep = self.sleep
+        let deadline = limit.map { limit in
+            Task {
+                do {
+                    try await sleep(limit)
+                } catch {
+                    return  // the wait ended first
+                }
+                await self.endDisconnectWait(id)
+            }
+        }
+        defer { deadline?.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { disconnectWaiters[id] = $0 }
+        } onCancel: {
+            Task { await self.endDisconnectWait(id) }
+        }
+    }
+
+    /// Tasks waiting in ``disconnected(within:)`` (for tests).
+    var disconnectWaiterCount: Int { disconnectWaiters.count }
+
+    private func endDisconnectWait(_ id: UInt64) {
+        disconnectWaiters.removeValue(forKey: id)?.resume(returning: nil)
     }
 
     /// Closes the bearer; waiting callers fail with `.closed`.
@@ -245,8 +284,8 @@ public actor ATTClient {
                 timer?.cancel()
                 timer = nil
                 transactionDeadline = nil
-                for waiter in disconnectWaiters { waiter.resume(returning: reason) }
-                disconnectWaiters = []
+                for waiter in disconnectWaiters.values { waiter.resume(returning: reason) }
+                disconnectWaiters = [:]
                 let bearer = self.bearer
                 Task { await bearer.close() }
             }

@@ -101,7 +101,7 @@ public final class PostgresLineDatabase: LineDatabase {
     }
 
     public func transaction<T: Sendable>(write: Bool, _ body: @Sendable (any SQLSession) async throws -> T) async throws -> T {
-        await gate.enter()
+        try await gate.enter()
         do {
             let connection = try await holder.current(logger: logger)
             let session = Session(connection: connection, logger: logger)
@@ -128,7 +128,7 @@ public final class PostgresLineDatabase: LineDatabase {
 
     /// Runs one statement outside any transaction (`CREATE DATABASE` cannot run in one).
     public func executeOutsideTransaction(_ sql: String) async throws(BatchLogError) {
-        await gate.enter()
+        try await gate.enter()
         do {
             let connection = try await holder.current(logger: logger)
             try await Session(connection: connection, logger: logger).execute(sql, [])

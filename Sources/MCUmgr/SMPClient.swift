@@ -42,7 +42,9 @@ public actor SMPClient {
     private var timer: (task: Task<Void, Never>, wake: Duration)?
     private let outgoing: AsyncStream<(bytes: [UInt8], done: CheckedContinuation<SMPError?, Never>)>.Continuation
     private var closedReason: SMPError?
-    private var closeWaiters: [CheckedContinuation<SMPError, Never>] = []
+    /// Tasks waiting for the client to stop (nil: the wait ended first, at its deadline or by cancellation).
+    private var closeWaiters: [UInt64: CheckedContinuation<SMPError?, Never>] = [:]
+    private var nextCloseWaiter: UInt64 = 0
 
     public init(
         transport: any SMPTransport, configuration: SMPClientConfiguration = SMPClientConfiguration(),
@@ -118,10 +120,31 @@ public actor SMPClient {
         }
     }
 
-    /// Suspends until the client stops and returns why.
-    public func closed() async -> SMPError {
+    /// Suspends until the client stops and returns why; nil when `limit` passes first (on the injected clock) or the
+    /// task is cancelled: a wait for the end of a link always has a deadline.
+    public func closed(within limit: Duration) async -> SMPError? {
         if let closedReason { return closedReason }
-        return await withCheckedContinuation { closeWaiters.append($0) }
+        nextCloseWaiter += 1
+        let id = nextCloseWaiter
+        let sleep = self.sleep
+        let deadline = Task {
+            do {
+                try await sleep(limit)
+            } catch {
+                return  // the wait ended first
+            }
+            await self.endCloseWait(id)
+        }
+        defer { deadline.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { closeWaiters[id] = $0 }
+        } onCancel: {
+            Task { await self.endCloseWait(id) }
+        }
+    }
+
+    private func endCloseWait(_ id: UInt64) {
+        closeWaiters.removeValue(forKey: id)?.resume(returning: nil)
     }
 
     /// Closes the client and the link; waiting requests fail with `.closed`.
@@ -232,8 +255,8 @@ public actor SMPClient {
         completions = [:]
         table.removeAll()
         for (_, completion) in waiting.sorted(by: { $0.key < $1.key }) { completion(.failure(reason)) }
-        for waiter in closeWaiters { waiter.resume(returning: reason) }
-        closeWaiters = []
+        for waiter in closeWaiters.values { waiter.resume(returning: reason) }
+        closeWaiters = [:]
         outgoing.finish()
     }
 }

@@ -114,26 +114,39 @@ import Testing
         #expect(plan.discovery.rules.isEmpty)
     }
 
-    @Test func connectionsAutoIsTheControllersLimitAndANumberAboveItIsLowered() throws {
+    @Test func connectionsAutoIsTheControllersLimitAndANumberAboveItIsRefused() throws {
         let plan = try PlanParser.parse("""
             adapters:
               - name: hci0
                 connections: auto
               - name: "virtual:/tmp/radio"
-              - name: hci1
-                connections: 8
               - name: hci2
                 connections: 3
             classes: {bracelet: {package: app.zip}}
             devices: [{address: "C6:05:04:03:02:01", class: bracelet}]
             """)
-        #expect(plan.adapters.map(\.auto) == [true, true, false, false])
-        // hci0: its controller unknown (5 to start with); the virtual adapter's controller carries 9; hci1 and hci2
-        // carry 5: 8 is lowered to 5 with one line saying so, 3 stays.
-        let (resolved, notes) = plan.resolvingAuto { $0.name.hasPrefix("virtual:") ? 9 : $0.name == "hci0" ? nil : 5 }
-        #expect(resolved.adapters.map(\.connections) == [BatchPlan.autoConnections, 9, 5, 3])
-        #expect(notes.count == 1)
-        #expect(notes.first?.contains("hci1: connections 8 is more than its controller carries (5 links)") == true)
+        #expect(plan.adapters.map(\.auto) == [true, true, false])
+        // hci0: its controller unknown (5 to start with); the virtual adapter's controller carries 9; hci2 carries
+        // 5: 3 stays.
+        let resolved = try plan.resolvingAuto { $0.name.hasPrefix("virtual:") ? 9 : $0.name == "hci0" ? nil : 5 }
+        #expect(resolved.adapters.map(\.connections) == [BatchPlan.autoConnections, 9, 3])
+        // 8 on a controller that carries 5: refused, naming the adapter's line and the limit.
+        let tooMany = try PlanParser.parse("""
+            adapters:
+              - name: hci0
+              - name: hci1
+                connections: 8
+            classes: {bracelet: {package: app.zip}}
+            devices: [{address: "C6:05:04:03:02:01", class: bracelet}]
+            """)
+        do {
+            _ = try tooMany.resolvingAuto { _ in 5 }
+            Issue.record("connections 8 on a 5-link controller was accepted")
+        } catch {
+            #expect(error.code == .tooManyConnections)
+            #expect(error.line == 3)
+            #expect(error.description == "line 3: adapter hci1: connections 8 is more than its controller carries (5 links): give at most 5, or connections: auto")
+        }
     }
 
     /// Each bad plan: the text, the line the error must name, the code, and a word the reason must contain.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Batch
 import Foundation
+import LinuxIO
 import Synchronization
 import Testing
 
@@ -16,7 +17,7 @@ import Testing
         #expect(report.format == .junit && report.output == "r.xml")
         #expect(throws: (any Error).self) { try BatchReport.parse(["--format", "xml"]) }
         #expect(throws: (any Error).self) { try BatchRun.parse([]) }
-        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 130])
+        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 60, 130])
     }
 
     /// `bledfu flash --json` events become progress and an outcome (the cause, the exit code, retry or not).
@@ -137,7 +138,8 @@ import Testing
         let braceletH = try line.profile("bracelet", name: "BraceletH", address: "C6:05:04:03:30:01")
         try line.simulate([braceletH], ["--hw-version", "99"], speedup: 20)
         try line.waitForDevices(16)
-        let plan = try line.writePlan(expect: 16, connections: 8, adapters: 2)
+        // Two slot pools on one virtual adapter whose controller carries 5 links: 5 each (more is refused, exit 51).
+        let plan = try line.writePlan(expect: 16, connections: 5, adapters: 2)
 
         let result = try await CLIRunner.run(["batch", plan, "--json"] + line.batchArguments, timeout: 150)
         #expect(result.status == 50, "exit \(result.status): \(result.stderr)\n\(result.stdout.suffix(3000))")
@@ -203,19 +205,13 @@ import Testing
         try line.waitForDevices(8)
         let plan = try line.writePlan(expect: 8, connections: 4)
         let output = line.directory.appendingPathComponent("first.out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let first = Process()
-        first.executableURL = CLIRunner.binary
-        first.arguments = ["batch", plan, "--json"] + line.batchArguments
-        first.standardOutput = try FileHandle(forWritingTo: output)
-        first.standardError = FileHandle.nullDevice
-        try first.run()
+        let first = try SpawnedProcess(CLIRunner.binary, ["batch", plan, "--json"] + line.batchArguments, stdout: output)
         // Kill it as soon as one device finished (the others are mid-flight).
         var killed = false
         for _ in 0..<6000 where first.isRunning {
             let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             if text.contains("\"event\":\"finished\"") {
-                kill(first.processIdentifier, SIGKILL)
+                first.child.signal(SIGKILL)
                 killed = true
                 break
             }
@@ -223,7 +219,7 @@ import Testing
         }
         first.waitUntilExit()
         #expect(killed, "the first run ended before any device finished")
-        #expect(first.terminationReason == .uncaughtSignal)
+        #expect(first.terminationStatus == 128 + SIGKILL)
         let before = try await line.report()
         #expect(before.values.contains { $0.record["status"] as? String == "done" })
         #expect(before.values.contains { ["running", "pending"].contains($0.record["status"] as? String ?? "") }, "killed mid-batch")

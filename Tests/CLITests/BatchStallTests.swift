@@ -2,6 +2,7 @@ import BLECore
 import Batch
 import Foundation
 import GATT
+import LinuxIO
 import Synchronization
 import Testing
 
@@ -31,12 +32,15 @@ import Testing
             \(then)
 
             """
-        try Data(script.utf8).write(to: url)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.path)
+        // Written through a close-on-exec descriptor: a child another test spawns meanwhile cannot inherit it open for
+        // writing, which would make this script's exec fail with ETXTBSY ("Text file busy").
+        let fd = try FileIO.create(url.path, mode: 0o755)
+        try FileIO.writeAll(fd, Array(script.utf8))
+        try FileIO.close(fd)
         return url
     }
 
-    func run(then: String) async throws -> (FlashOutcome, [String], String) {
+    func run(then: String, stallTimeout: Double = 1) async throws -> (FlashOutcome, [String], String) {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let flasher = ProcessFlasher(
@@ -44,7 +48,7 @@ import Testing
             stateDirectory: directory.appendingPathComponent("state"),
             logDirectory: directory.appendingPathComponent("logs"))
         let stages = StageRecorder()
-        let outcome = await flasher.flash(try Self.job(stallTimeout: 1)) { stages.add($0.stage) }
+        let outcome = await flasher.flash(try Self.job(stallTimeout: stallTimeout)) { stages.add($0.stage) }
         let log = (try? String(contentsOf: directory.appendingPathComponent("logs/C6-05-04-03-02-01.log"), encoding: .utf8)) ?? ""
         return (outcome, stages.all, log)
     }
@@ -63,6 +67,32 @@ import Testing
         // SIGSTOP: SIGTERM would wait for a SIGCONT; the watchdog's SIGKILL does not.
         let (outcome, _, _) = try await run(then: "kill -STOP $$")
         #expect(outcome.exitCode == 59)
+    }
+
+    @Test func aChildWhoseOutputAGrandchildHoldsEndsAtTheBackstop() async throws {
+        // The child exits but leaves a grandchild holding its standard output: no end of file ever comes. The read's
+        // own deadline (twice the stall limit) ends the wait; the attempt fails as a stall.
+        let pidFile = try FlashFixture.temporaryDirectory().appendingPathComponent("grandchild.pid")
+        defer {
+            if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                kill(pid, SIGKILL)
+            }
+        }
+        let (outcome, stages, _) = try await run(then: "sleep 600 & echo $! > '\(pidFile.path)'; exit 0")
+        #expect(stages == ["connecting"])
+        #expect(outcome.exitCode == 59)
+        #expect(outcome.retryable)
+    }
+
+    @Test func aChildThatClosesItsOutputButRunsOnIsKilledAfterTheGrace() async throws {
+        // End of file, but no exit: a bounded wait (ProcessFlasher.exitGrace), then SIGKILL and reap.
+        // A stall limit far above the grace: the kill is the grace's, not the watchdog's.
+        let (outcome, stages, log) = try await run(then: "exec >&-; exec sleep 600", stallTimeout: 120)
+        #expect(stages == ["connecting"])
+        #expect(!outcome.success)
+        #expect(outcome.exitCode == 59)
+        #expect(outcome.error?.contains("closed its output but did not exit within 10 s and was killed") == true, "\(outcome)")
+        #expect(log.contains("--- its output ended but it did not exit within"), "\(log)")
     }
 
     /// The watchdog on a manual clock: each sign of life moves the deadline; silence for the whole limit fires it.

@@ -24,10 +24,21 @@ import Testing
 
     @Test func aCellLineSaysRateBoundAndShare() {
         let cell = BatchGridCell(
-            devices: 6, links: "auto", connections: 6, seconds: 7.43, devicesPerHour: 2909, boundPerHour: 4980,
-            airBoundPerHour: 14398, ofBound: 0.584)
+            profile: "bracelet", adapters: 2, devices: 6, links: "auto", connections: 3, seconds: 7.43, devicesPerHour: 2909,
+            boundPerHour: 4980, airBoundPerHour: 14398, ofBound: 0.584)
         let line = BenchBatch.gridLine(cell)
-        #expect(line.contains("6 devices, links auto (6)"), "\(line)")
+        #expect(line.contains("bracelet, 2 adapter(s),   6 devices, links auto (3 each)"), "\(line)")
         #expect(line.contains("2909 devices/h") && line.contains("4980/h") && line.contains("58 %"), "\(line)")
+    }
+
+    @Test func theGridSpansAdaptersAndProfiles() throws {
+        let grid = try BatchGrid(parsing: "8:2,auto", adapters: "1,2", profiles: "bracelet,sensor")
+        #expect(grid.adapters == [1, 2])
+        #expect(grid.profiles == ["bracelet", "sensor"])
+        #expect(throws: ValidationError.self) { try BatchGrid(parsing: "8:2", adapters: "0", profiles: "bracelet") }
+        #expect(throws: ValidationError.self) { try BatchGrid(parsing: "8:2", adapters: "1", profiles: "watch") }
+        let command = try BenchBatch.parse(["--grid", "8:auto", "--grid-adapters", "1,2", "--grid-profiles", "bracelet,sensor"])
+        #expect(command.gridAdapters == "1,2")
+        #expect(command.gridProfiles == "bracelet,sensor")
     }
 }

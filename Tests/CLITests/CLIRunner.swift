@@ -1,6 +1,11 @@
 import Foundation
 import LinuxIO
+import Synchronization
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs the built `bledfu` binary (built next to the test bundle) and captures its output.
 struct CLIRunner {
@@ -27,10 +32,14 @@ struct CLIRunner {
     /// `out/` at the repository's root (ignored by git): screenshots and other artefacts a test keeps.
     static var outputDirectory: URL { repositoryRoot.appendingPathComponent("out") }
 
-    /// Runs the child on a thread of its own and awaits it there: the test's task gives its cooperative thread back
-    /// while the child runs. Waiting for a child on a cooperative thread (`runBlocking`) takes one of the pool's
-    /// threads (as many as the machine has cores) for the child's whole run; two such waits on a two-core machine
-    /// stopped every other test of the process, whose clocks went on running (docs/reliability.md, "Starved pool").
+    /// Runs the child and awaits it off the cooperative pool: its pipes are read and its exit awaited on threads of
+    /// their own (`OffPool`, `BlockingCollector`), so the test's task gives its cooperative thread back while the child
+    /// runs and the reading does not depend on the pool either. Waiting for a child on a cooperative thread takes one
+    /// of the pool's threads (as many as the machine has cores) for the child's whole run; two such waits on a
+    /// two-core machine stopped every other test of the process, whose clocks went on running (docs/reliability.md,
+    /// "Starved pool"); and reads resumed on the pool starve with it (a full run lost the output of children that had
+    /// exited). Foundation's Process and Pipe are not used: a `try!` inside FileHandle crashed the test process
+    /// (SIGABRT) twice in stress runs.
     @discardableResult
     static func run(
         _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
@@ -41,47 +50,50 @@ struct CLIRunner {
     }
 
     /// Like ``run(_:environment:timeout:executable:)``, blocking the calling thread: only for synchronous code that
-    /// cannot await (a polled condition).
+    /// cannot await (a polled condition). Reads both pipes on threads of their own and polls for the exit (at most
+    /// `timeout`, then SIGKILL); what the pipes hold is read to their end (at most 60 s more).
     @discardableResult
     static func runBlocking(
         _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60, executable: URL? = nil
     ) throws -> Result {
-        let process = Process()
-        process.executableURL = executable ?? binary
-        process.arguments = arguments
+        // The collectors own the read ends: each closes its own once it reached the end.
+        let (child, out, err) = try start(arguments, environment: environment, executable: executable)
+        let deadline = Date().addingTimeInterval(timeout)
+        let outData = BlockingCollector(out.fd)
+        let errData = BlockingCollector(err.fd)
+        while child.exit == nil && Date() < deadline { usleep(10_000) }
+        if child.exit == nil {
+            child.signal(SIGKILL)
+            Issue.record("bledfu \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+            while child.exit == nil { usleep(10_000) }  // SIGKILL: gone within moments
+        }
+        let drain = Date().addingTimeInterval(60)
+        return Result(
+            status: child.exit?.code ?? -1, stdout: String(decoding: outData.wait(until: drain), as: UTF8.self),
+            stderr: String(decoding: errData.wait(until: drain), as: UTF8.self))
+    }
+
+    /// Starts the binary (or `executable`) with its standard output and error on pipes.
+    static func start(
+        _ arguments: [String], environment: [String: String] = [:], executable: URL? = nil
+    ) throws -> (ChildProcess, PipeReader, PipeReader) {
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        // Drain both pipes while waiting so a chatty child cannot block on a full pipe.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var outData = Data()
-        nonisolated(unsafe) var errData = Data()
-        group.enter()
-        DispatchQueue.global().async {
-            outData = Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? [])
-            group.leave()
+        let out = try ChildProcess.makePipe()
+        let err = try ChildProcess.makePipe()
+        defer {
+            _ = system_close(out.write)
+            _ = system_close(err.write)
         }
-        group.enter()
-        DispatchQueue.global().async {
-            errData = Data((try? BlockingRead.toEnd(fd: err.fileHandleForReading.fileDescriptor)) ?? [])
-            group.leave()
-        }
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            process.terminate()
-            Issue.record("bledfu \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
-        }
-        process.waitUntilExit()
-        group.wait()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+        let child = try ChildProcess.spawn(
+            (executable ?? binary).path, arguments: arguments, environment: env, standardOutput: .descriptor(out.write),
+            standardError: .descriptor(err.write), ownProcessGroup: false)
+        return (child, try PipeReader(fd: out.read), try PipeReader(fd: err.read))
+    }
+
+    /// Runs a system tool and returns its standard output.
+    static func runTool(_ path: String, _ arguments: [String]) throws -> String {
+        try runBlocking(arguments, timeout: 120, executable: URL(fileURLWithPath: path)).stdout
     }
 
     /// True when this kernel has no AF_BLUETOOTH (as on the build machines).
@@ -92,5 +104,39 @@ struct CLIRunner {
             return false
         }
         return errno == EAFNOSUPPORT
+    }
+}
+
+/// Reads a (non-blocking) descriptor to its end on a thread of its own, waiting with poll(2) between reads; closes
+/// it there (never while the thread may still read it).
+final class BlockingCollector: Sendable {
+    private let bytes = Mutex<[UInt8]>([])
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ fd: CInt) {
+        let thread = Thread { [self] in
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while true {
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    self.bytes.withLock { $0 += buffer[..<count] }
+                } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
+                    break
+                } else {
+                    _ = poll(&entry, 1, 1000)
+                }
+            }
+            close(fd)
+            self.done.signal()
+        }
+        thread.start()
+    }
+
+    /// The bytes, once the descriptor reached its end (or what came until `deadline`: a grandchild may keep the
+    /// pipe open).
+    func wait(until deadline: Date) -> [UInt8] {
+        _ = done.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow))
+        return bytes.withLock { $0 }
     }
 }

@@ -64,10 +64,10 @@ import Testing
             }
             usleep(extraMicroseconds)
             let killedWhileRunning = flash.isRunning
-            kill(flash.processIdentifier, SIGKILL)
+            flash.child.signal(SIGKILL)
             flash.waitUntilExit()
             #expect(killedWhileRunning, "cycle \(cycle): flash ended before the kill point (\(objects) objects)")
-            #expect(flash.terminationReason == .uncaughtSignal)
+            #expect(flash.killedBySignal)
             #expect(!JournalFileStore.all(in: state).isEmpty, "cycle \(cycle): no journal after kill -9")
 
             let resumed = try await CLIRunner.run(
@@ -91,19 +91,17 @@ import Testing
             directory: directory, speedup: 1000, extraArguments: ["--fault", "stall-at=before-execute-data#2"])
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
-        let errors = Pipe()
-        let output = Pipe()
         let flash = try FlashFixture.startFlash(
-            package, radio: simulator.radio, state: state, errors: errors, output: output, extra: ["--timeout", "30"])
+            package, radio: simulator.radio, state: state, captureErrors: true, captureOutput: true, extra: ["--timeout", "30"])
         defer { if flash.isRunning { flash.terminate() } }
-        let messages = PipeCollector(output)
+        let messages = PipeCollector(fd: try #require(flash.output))
         for _ in 0..<3000 where JournalFileStore.all(in: state).isEmpty && flash.isRunning { usleep(5_000) }
         flash.interrupt()
         // The second Ctrl-C once the first was taken (two signals sent at once may arrive as one).
         #expect(messages.wait(for: "stopping after the current object", seconds: 60), "\(messages.collected)")
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
+        let stderr = flash.errorText()
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu: interrupted"), "\(stderr)")
         #expect(!JournalFileStore.all(in: state).isEmpty)

@@ -11,7 +11,7 @@ final class FlashSimulator {
     let directory: URL
     let radio: String
     let statusDirectory: URL
-    private let process = Process()
+    private let process: SpawnedProcess
 
     /// Starts the simulator and waits (bounded) until the device's advertisement file exists.
     init(directory: URL, speedup: Int = 100, extraArguments: [String] = []) throws {
@@ -19,18 +19,16 @@ final class FlashSimulator {
         radio = directory.appendingPathComponent("radio").path
         statusDirectory = directory.appendingPathComponent("status")
         try FileManager.default.createDirectory(atPath: radio, withIntermediateDirectories: true)
-        process.executableURL = CLIRunner.binary
-        process.arguments =
+        var environment = ProcessInfo.processInfo.environment
+        environment["BLEDFU_FIRMWARE_DIR"] = CLIRunner.repositoryRoot.appendingPathComponent("Firmware").path
+        let logFile = directory.appendingPathComponent("simulate.log")
+        process = try SpawnedProcess(
+            CLIRunner.binary,
             [
                 "simulate", "--adapter", "virtual:\(radio)", "--device", "bracelet", "--speedup", "\(speedup)",
                 "--status-dir", statusDirectory.path, "--public-key", FlashFixture.publicKey.path,
-            ] + extraArguments
-        process.currentDirectoryURL = CLIRunner.repositoryRoot
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("simulate.log").path, contents: nil)
-        let logHandle = try FileHandle(forWritingTo: directory.appendingPathComponent("simulate.log"))
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
+            ] + extraArguments,
+            environment: environment, stdout: logFile, stderr: logFile)
         // Bounded wait for the advertisement file (the simulator is ready when it exists).
         for _ in 0..<1000 {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: radio)) ?? []
@@ -96,20 +94,14 @@ enum FlashFixture {
     static var privateKey: URL { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/keys/test-signing-key-DO-NOT-USE.pem") }
     static var publicKey: URL { CLIRunner.repositoryRoot.appendingPathComponent("Firmware/keys/test-signing-key-DO-NOT-USE.pub.pem") }
 
-    /// Starts `bledfu flash PACKAGE` against the simulator's radio with its journal in `state`; standard output
-    /// goes nowhere, standard error to `errors` when given.
+    /// Starts `bledfu flash PACKAGE` against the simulator's radio with its journal in `state`; standard error and
+    /// output go to pipes this side reads when asked for, else nowhere.
     static func startFlash(
-        _ package: String, radio: String, state: URL, errors: Pipe? = nil, output: Pipe? = nil, extra: [String] = []
-    ) throws -> Process {
-        let flash = Process()
-        flash.executableURL = CLIRunner.binary
-        flash.arguments = [
-            "flash", package, "--adapter", "virtual:\(radio)", "--device", device, "--state-dir", state.path,
-        ] + extra
-        flash.standardOutput = output ?? FileHandle.nullDevice
-        flash.standardError = errors ?? FileHandle.nullDevice
-        try flash.run()
-        return flash
+        _ package: String, radio: String, state: URL, captureErrors: Bool = false, captureOutput: Bool = false, extra: [String] = []
+    ) throws -> FlashProcess {
+        try FlashProcess(
+            ["flash", package, "--adapter", "virtual:\(radio)", "--device", device, "--state-dir", state.path] + extra,
+            captureErrors: captureErrors, captureOutput: captureOutput)
     }
 
     static func temporaryDirectory() throws -> URL {
@@ -142,24 +134,67 @@ enum FlashFixture {
 }
 
 extension CLIRunner {
-    /// Runs a system tool and returns its standard output.
-    static func runTool(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = Data((try? BlockingRead.toEnd(fd: pipe.fileHandleForReading.fileDescriptor)) ?? [])
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
-
     /// NDJSON lines of a result, decoded.
     static func events(_ result: Result) -> [[String: Any]] {
         result.lines.compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         }
+    }
+}
+
+/// A `bledfu flash` child (LinuxIO's ChildProcess) with its standard error and output on pipes when asked for.
+final class FlashProcess {
+    let child: ChildProcess
+    /// The read ends (nil: the stream goes to /dev/null).
+    let errors: CInt?
+    let output: CInt?
+
+    init(_ arguments: [String], captureErrors: Bool, captureOutput: Bool) throws {
+        let errorPipe = captureErrors ? try ChildProcess.makePipe() : nil
+        let outputPipe = captureOutput ? try ChildProcess.makePipe() : nil
+        defer {
+            if let errorPipe { try? FileIO.close(errorPipe.write) }
+            if let outputPipe { try? FileIO.close(outputPipe.write) }
+        }
+        child = try ChildProcess.spawn(
+            CLIRunner.binary.path, arguments: arguments, standardOutput: outputPipe.map { .descriptor($0.write) } ?? .null,
+            standardError: errorPipe.map { .descriptor($0.write) } ?? .null, ownProcessGroup: false)
+        errors = errorPipe?.read
+        output = outputPipe?.read
+    }
+
+    deinit {
+        if isRunning { child.signal(SIGKILL) }
+        if let errors { try? FileIO.close(errors) }
+        if let output { try? FileIO.close(output) }
+    }
+
+    var isRunning: Bool { child.exit == nil }
+    var processIdentifier: Int32 { child.pid }
+    /// The exit code (128 + signal for a killed child); -1 while it runs.
+    var terminationStatus: Int32 { child.exit?.code ?? -1 }
+    var killedBySignal: Bool {
+        if case .signalled? = child.exit { return true }
+        return false
+    }
+
+    func terminate() { child.signal(SIGTERM) }
+    func interrupt() { child.signal(SIGINT) }
+
+    /// Waits for the exit (polling every 10 ms, for synchronous callers), at most `timeout` s, then SIGKILL.
+    func waitUntilExit(timeout: TimeInterval = 120) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning && Date() < deadline { usleep(10_000) }
+        if isRunning {
+            child.signal(SIGKILL)
+            while isRunning { usleep(10_000) }
+        }
+    }
+
+    /// Standard error to its end (call after the exit).
+    func errorText() -> String {
+        guard let errors else { return "" }
+        return String(decoding: (try? BlockingRead.toEnd(fd: errors)) ?? [], as: UTF8.self)
     }
 }
 
@@ -171,11 +206,11 @@ final class PipeCollector: Sendable {
 
     private let box = Box()
 
-    init(_ pipe: Pipe) {
-        let reader = pipe.fileHandleForReading
+    /// `fd`: a pipe's read end that stays open while the collector reads it.
+    init(fd: CInt) {
         Thread { [box] in
             while true {
-                let chunk = Data((try? BlockingRead.chunk(fd: reader.fileDescriptor)) ?? [])
+                let chunk = Data((try? BlockingRead.chunk(fd: fd)) ?? [])
                 if chunk.isEmpty { return }
                 box.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
             }

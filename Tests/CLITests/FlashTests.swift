@@ -76,8 +76,7 @@ import Testing
         let simulator = try FlashSimulator(directory: directory, speedup: 5)
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
-        let errors = Pipe()
-        let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state, errors: errors)
+        let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state, captureErrors: true)
         defer { if flash.isRunning { flash.terminate() } }
         // Bounded wait for the first journal (written after the first executed object).
         var journals: [String] = []
@@ -88,7 +87,7 @@ import Testing
         #expect(!journals.isEmpty, "no journal appeared")
         flash.interrupt()
         flash.waitUntilExit()
-        let stderr = String(decoding: Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
+        let stderr = flash.errorText()
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu resume --device \(FlashFixture.device)"))
         #expect(!JournalFileStore.all(in: state).isEmpty)

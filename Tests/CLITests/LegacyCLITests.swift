@@ -1,6 +1,7 @@
 import DFUPackage
 import DFUSimulator
 import Foundation
+import LinuxIO
 import Testing
 
 /// `bledfu simulate` hosting Legacy profiles, and `bledfu flash`/`scan` against them over the virtual radio.
@@ -8,7 +9,7 @@ final class LegacySimulator {
     let directory: URL
     let radio: String
     let statusDirectory: URL
-    private let process = Process()
+    private let process: SpawnedProcess
 
     /// Starts `bledfu simulate` with the given Legacy profiles; waits (bounded) for their advertisement files.
     init(profiles: [String], speedup: Int = 100, extraArguments: [String] = []) throws {
@@ -16,17 +17,14 @@ final class LegacySimulator {
         radio = directory.appendingPathComponent("radio").path
         statusDirectory = directory.appendingPathComponent("status")
         try FileManager.default.createDirectory(atPath: radio, withIntermediateDirectories: true)
-        process.executableURL = CLIRunner.binary
-        process.arguments =
-            ["simulate", "--adapter", "virtual:\(radio)", "--speedup", "\(speedup)", "--status-dir", statusDirectory.path]
-            + profiles.flatMap { ["--device", $0] } + extraArguments
-        process.currentDirectoryURL = CLIRunner.repositoryRoot
+        var environment = ProcessInfo.processInfo.environment
+        environment["BLEDFU_FIRMWARE_DIR"] = CLIRunner.repositoryRoot.appendingPathComponent("Firmware").path
         let log = directory.appendingPathComponent("simulate.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        process = try SpawnedProcess(
+            CLIRunner.binary,
+            ["simulate", "--adapter", "virtual:\(radio)", "--speedup", "\(speedup)", "--status-dir", statusDirectory.path]
+                + profiles.flatMap { ["--device", $0] } + extraArguments,
+            environment: environment, stdout: log, stderr: log)
         for _ in 0..<1000 {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: radio)) ?? []
             if names.filter({ $0.hasSuffix(".adv") }).count >= profiles.count { return }
@@ -185,19 +183,15 @@ final class LegacySimulator {
         let state = simulator.directory.appendingPathComponent("journals")
         let package = Self.sample("pinetime-app-v2.zip")
         let image = try #require(try FirmwarePackage(contentsOf: URL(fileURLWithPath: package)).part(.application)).image
-        let flash = Process()
-        flash.executableURL = CLIRunner.binary
-        flash.arguments = ["flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", address, "--state-dir", state.path]
-        flash.standardOutput = FileHandle.nullDevice
-        flash.standardError = FileHandle.nullDevice
-        try flash.run()
+        let flash = try SpawnedProcess(
+            CLIRunner.binary, ["flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", address, "--state-dir", state.path])
         // The kill lands after the journal's checkpoint (bounded wait, no fixed sleep).
         var checkpoint = 0
         for _ in 0..<6000 where checkpoint < 8192 {
             checkpoint = Self.attemptBytes(in: state)
             if checkpoint < 8192 { usleep(10_000) }
         }
-        kill(flash.processIdentifier, SIGKILL)
+        flash.child.signal(SIGKILL)
         flash.waitUntilExit()
         #expect(checkpoint >= 8192, "the journal never held the 8 KiB checkpoint")
         let killed = try simulator.state(address)

@@ -124,17 +124,13 @@ struct LineDashboardBrowserTests {
 
 /// `bledfu line serve --listen 127.0.0.1:0` as a child; the port comes from its first line on standard error.
 final class DashboardServer {
-    let process = Process()
+    let process: SpawnedProcess
     let errors: URL
 
     init(location: String) throws {
         errors = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("line-serve-\(UUID().uuidString.prefix(8)).err")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.executableURL = CLIRunner.binary
-        process.arguments = ["line", "serve", "--db", location, "--listen", "127.0.0.1:0", "--refresh", "0.2"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
+        process = try SpawnedProcess(
+            CLIRunner.binary, ["line", "serve", "--db", location, "--listen", "127.0.0.1:0", "--refresh", "0.2"], stderr: errors)
     }
 
     var stderr: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
@@ -152,7 +148,7 @@ final class DashboardServer {
 
     func stop() {
         if process.isRunning {
-            process.interrupt()
+            process.child.signal(SIGINT)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: errors)
@@ -168,9 +164,11 @@ final class BrowserSession {
     }
     static let skipReason: Comment = "no headless browser: apt-get install chromium python3-websocket (tools/setup does)"
 
-    let process = Process()
-    let input = Pipe()
-    let output = Pipe()
+    // LinuxIO, not Foundation's Process and Pipe: FileHandle.write ends the test process (a `try!` inside) when the
+    // browser has gone away; FileIO.writeAll throws instead.
+    let process: ChildProcess
+    let input: CInt
+    let output: CInt
     var buffer = Data()
 
     struct Failure: Error, CustomStringConvertible {
@@ -178,17 +176,33 @@ final class BrowserSession {
     }
 
     init() throws {
-        process.executableURL = CLIRunner.repositoryRoot.appendingPathComponent("tools/browser")
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let commands = try ChildProcess.makePipe()
+        let answers = try ChildProcess.makePipe()
+        defer {
+            try? FileIO.close(commands.read)
+            try? FileIO.close(answers.write)
+        }
+        process = try ChildProcess.spawn(
+            CLIRunner.repositoryRoot.appendingPathComponent("tools/browser").path, arguments: [],
+            standardInput: .descriptor(commands.read), standardOutput: .descriptor(answers.write), standardError: .null,
+            ownProcessGroup: false)
+        input = commands.write
+        output = answers.read
+    }
+
+    deinit {
+        try? FileIO.close(input)
+        try? FileIO.close(output)
     }
 
     func send(_ command: String) throws -> Any? {
-        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+        do {
+            try FileIO.writeAll(input, Array((command + "\n").utf8))
+        } catch {
+            throw Failure(description: "tools/browser does not take commands: \(error)")
+        }
         while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = Data((try? BlockingRead.chunk(fd: output.fileHandleForReading.fileDescriptor)) ?? [])
+            let chunk = Data((try? BlockingRead.chunk(fd: output)) ?? [])
             if chunk.isEmpty { throw Failure(description: "tools/browser ended") }
             buffer.append(chunk)
         }
@@ -209,8 +223,11 @@ final class BrowserSession {
         _ = try send("screenshot \(path)")
     }
 
+    /// Quits the browser and waits (bounded, then SIGKILL) for it to end.
     func close() {
         _ = try? send("quit")
-        process.waitUntilExit()
+        let deadline = Date().addingTimeInterval(60)
+        while process.exit == nil && Date() < deadline { usleep(10_000) }
+        if process.exit == nil { process.signal(SIGKILL) }
     }
 }

@@ -1,6 +1,7 @@
 import Batch
 import Foundation
 import LineStore
+import LinuxIO
 import Testing
 
 /// A PostgreSQL database of its own for one test, on the server `BLEDFU_TEST_POSTGRES_URL` names (tools/test starts
@@ -40,7 +41,7 @@ final class TestLineDatabase {
 /// A `bledfu batch` station as a child process with its NDJSON events in a file.
 final class StationProcess {
     let name: String
-    let process = Process()
+    let process: SpawnedProcess
     let output: URL
     let errors: URL
 
@@ -48,19 +49,15 @@ final class StationProcess {
         self.name = name
         output = directory.appendingPathComponent("\(name).out")
         errors = directory.appendingPathComponent("\(name).err")
-        for file in [output, errors] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-        process.executableURL = CLIRunner.binary
-        process.arguments = [
-            "batch", plan, "--json", "--db", database, "--station", name, "--state-dir", state.path, "--lease", "\(lease)",
-        ]
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
+        process = try SpawnedProcess(
+            CLIRunner.binary,
+            ["batch", plan, "--json", "--db", database, "--station", name, "--state-dir", state.path, "--lease", "\(lease)"],
+            stdout: output, stderr: errors)
     }
 
     deinit {
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+            process.child.signal(SIGKILL)
             process.waitUntilExit()
         }
     }

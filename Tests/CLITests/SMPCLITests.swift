@@ -1,5 +1,6 @@
 import DFUSimulator
 import Foundation
+import LinuxIO
 import MCUbootImage
 import MCUmgr
 import Testing
@@ -176,16 +177,12 @@ import Testing
         defer { simulator.cleanUp() }
         let state = simulator.radio.appendingPathComponent("state")
         let events = simulator.radio.appendingPathComponent("flash.out")
-        _ = FileManager.default.createFile(atPath: events.path, contents: nil)
-        let flash = Process()
-        flash.executableURL = CLIRunner.binary
-        flash.arguments = [
-            "flash", Self.sample, "--device", Self.device, "--adapter", "virtual:\(simulator.radio.path)", "--state-dir",
-            state.path, "--json",
-        ]
-        flash.standardOutput = try FileHandle(forWritingTo: events)
-        flash.standardError = FileHandle.nullDevice
-        try flash.run()
+        let flash = try SpawnedProcess(
+            CLIRunner.binary,
+            [
+                "flash", Self.sample, "--device", Self.device, "--adapter", "virtual:\(simulator.radio.path)", "--state-dir",
+                state.path, "--json",
+            ], stdout: events)
         defer { if flash.isRunning { flash.terminate() } }
         func confirmed() -> Int {
             let text = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
@@ -199,10 +196,10 @@ import Testing
         let deadline = Date().addingTimeInterval(120)
         while confirmed() < 16_000, flash.isRunning, Date() < deadline { usleep(10_000) }
         let killedWhileRunning = flash.isRunning
-        kill(flash.processIdentifier, SIGKILL)
+        flash.child.signal(SIGKILL)
         flash.waitUntilExit()
         #expect(killedWhileRunning, "the flash ended before the kill point")
-        #expect(flash.terminationReason == .uncaughtSignal)
+        #expect(flash.terminationStatus == 128 + SIGKILL)
         let held = confirmed()
 
         let rerun = try await CLIRunner.run(

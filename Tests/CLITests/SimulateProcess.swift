@@ -1,11 +1,54 @@
 import Foundation
+import LinuxIO
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process for tests: LinuxIO's ChildProcess (posix_spawn, reaped by bledfu's own code) with the few
+/// Process-like calls the tests use. Its output goes to files: a chatty child can never block on a pipe. Foundation's
+/// Process and FileHandle are not used: a `try!` inside FileHandle crashed the test process twice in stress runs.
+final class SpawnedProcess: Sendable {
+    let child: ChildProcess
+
+    /// Starts `executable`; standard output and error to these files (created or truncated), else /dev/null.
+    init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdout: URL? = nil, stderr: URL? = nil) throws {
+        let out = try stdout.map { try FileIO.create($0.path) }
+        // The same file for both: one descriptor (one offset), as a shell's 2>&1.
+        let err = stderr == stdout ? out : try stderr.map { try FileIO.create($0.path) }
+        defer {
+            if let out { try? FileIO.close(out) }
+            if let err, err != out { try? FileIO.close(err) }
+        }
+        child = try ChildProcess.spawn(
+            executable.path, arguments: arguments, environment: environment, standardOutput: out.map { .descriptor($0) } ?? .null,
+            standardError: err.map { .descriptor($0) } ?? .null, ownProcessGroup: false)
+    }
+
+    var isRunning: Bool { child.exit == nil }
+    var processIdentifier: Int32 { child.pid }
+    /// The exit code (128 + signal for a killed child); -1 while it runs.
+    var terminationStatus: Int32 { child.exit?.code ?? -1 }
+
+    func terminate() { child.signal(SIGTERM) }
+
+    /// Waits for the exit (polling every 10 ms, for synchronous callers), at most `timeout` s, then SIGKILL.
+    func waitUntilExit(timeout: TimeInterval = 60) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning && Date() < deadline { usleep(10_000) }
+        if isRunning {
+            child.signal(SIGKILL)
+            while isRunning { usleep(10_000) }
+        }
+    }
+}
 
 /// A `bledfu simulate` child process on a temporary virtual radio directory. Its output goes to files (a chatty
 /// child can never block on a pipe). Always `stop()` it (or let `deinit` kill it) at the end of a test.
 final class SimulatorProcess {
     let radio: URL
-    let process = Process()
+    let process: SpawnedProcess
     let stdoutFile: URL
     let stderrFile: URL
 
@@ -17,16 +60,11 @@ final class SimulatorProcess {
         self.radio = directory
         stdoutFile = directory.appendingPathComponent("simulate.out")
         stderrFile = directory.appendingPathComponent("simulate.err")
-        _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        process.executableURL = CLIRunner.binary
-        process.arguments = ["simulate", "--adapter", "virtual:\(directory.path)"] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["BLEDFU_FIRMWARE_DIR"] = CLIRunner.repositoryRoot.appendingPathComponent("Firmware").path
-        process.environment = environment
-        process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        try process.run()
+        process = try SpawnedProcess(
+            CLIRunner.binary, ["simulate", "--adapter", "virtual:\(directory.path)"] + arguments, environment: environment,
+            stdout: stdoutFile, stderr: stderrFile)
     }
 
     deinit {
@@ -60,11 +98,10 @@ final class SimulatorProcess {
     /// Sends `signal` and waits (bounded) for the exit; returns the exit status, nil when it did not exit.
     func stop(signal: Int32 = SIGINT, timeout: TimeInterval = 20) -> Int32? {
         guard process.isRunning else { return process.terminationStatus }
-        kill(process.processIdentifier, signal)
+        process.child.signal(signal)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
         guard !process.isRunning else { return nil }
-        process.waitUntilExit()
         return process.terminationStatus
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LinuxIO
 import Testing
 
 /// `bledfu simulate --state-dir`: an interrupted update (the init command and the bootloader mode in flash) and
@@ -33,15 +34,12 @@ import Testing
         defer { first.cleanUp() }
         var radio = "virtual:\(first.radio.path)"
         #expect(first.waitUntil { first.files(".adv").count == 1 }, "no advertisement: \(first.stderr)")
-        let flasher = Process()
-        flasher.executableURL = CLIRunner.binary
-        flasher.arguments = [
-            "flash", "--adapter", radio, "--device", Self.bracelet, "--reconnect-attempts", "0", "--state-dir",
-            journals.path, Self.sample.path,
-        ]
-        flasher.standardOutput = FileHandle.nullDevice
-        flasher.standardError = FileHandle.nullDevice
-        try flasher.run()
+        let flasher = try SpawnedProcess(
+            CLIRunner.binary,
+            [
+                "flash", "--adapter", radio, "--device", Self.bracelet, "--reconnect-attempts", "0", "--state-dir",
+                journals.path, Self.sample.path,
+            ])
         defer {
             if flasher.isRunning { flasher.terminate() }
             flasher.waitUntilExit()

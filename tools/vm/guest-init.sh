@@ -7,6 +7,10 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 mkdir -p /mnt/out
+# The loopback interface, as every init brings it up: programs expect 127.0.0.1 (Foundation's CFSocket makes its
+# wake-up pair there; with lo down it printed "Could not create wakeup socket pair for CFSocket" and a batch that
+# still used Foundation's Process waited forever for its children, docs/reliability.md).
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 
 halt_now() { sync; poweroff -f; sleep 5; echo o > /proc/sysrq-trigger; }
 

@@ -23,10 +23,13 @@ enum BatchExit {
     /// A device's attempt (its `exit_code` in the database, not the batch's): its `bledfu flash` printed nothing for
     /// `flash.stall_timeout` and was killed; the attempt is retried like a lost link (the journal resumes it).
     static let flashStalled = ExitCodeRegistry.code("flash-stalled")
+    /// An adapter disappeared mid-batch (USB pulled, ENODEV; a virtual radio's directory removed) and devices are
+    /// left pending with no adapter to run them.
+    static let adapterGone = ExitCodeRegistry.code("batch-adapter-gone")
 
     /// The codes `batch` ends with (and 59, a device attempt's), as the registry words them.
     static let table: [(Int32, String)] = ExitCodeRegistry.entries
-        .filter { [BledfuExit.success, BledfuExit.interrupted].contains($0.code) || (50...59).contains($0.code) }
+        .filter { [BledfuExit.success, BledfuExit.interrupted].contains($0.code) || (50...60).contains($0.code) }
         .filter { $0.code != benchGoalMissed }
         .map { ($0.code, $0.meaning) }
 

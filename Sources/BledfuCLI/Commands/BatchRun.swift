@@ -47,9 +47,14 @@ struct BatchRun: AsyncParsableCommand {
     func run() async throws {
         let planURL = URL(fileURLWithPath: plan).standardizedFileURL
         let (loaded, packages) = try BatchPlanFiles.load(planURL.path)
-        // `connections: auto` is the adapter's controller's own limit (docs/batch.md "Links per adapter").
-        let (plan, notes) = loaded.resolvingAuto(limit: Self.controllerLinks)
-        for note in notes { Console.errorRaw("bledfu: warning: \(note)") }
+        // `connections: auto` is the adapter's controller's own limit (docs/batch.md "Links per adapter"); a number
+        // above a known limit is refused.
+        let plan: BatchPlan
+        do throws(PlanError) {
+            plan = try loaded.resolvingAuto(limit: Self.controllerLinks)
+        } catch {
+            throw CLIError("plan \(planURL.path): \(error)", exitCode: BatchExit.planInvalid)
+        }
         if check {
             print("plan OK: \(plan.adapters.count) adapter(s), \(plan.totalConnections) connection(s), \(plan.classes.count) class(es), "
                 + "\(plan.devices.count) device(s), \(plan.discovery.rules.count) discovery rule(s)")
@@ -107,12 +112,10 @@ struct BatchRun: AsyncParsableCommand {
         let journals = LineJournalSync(log: log, station: stationInfo.name, directory: state) {
             JournalFileStore.fileName(deviceAddress: $0, packageSHA256: $1)
         }
+        let flasher = ProcessFlasher(
+            executable: Self.executable(bledfu), stateDirectory: state, logDirectory: state.appendingPathComponent("batch-logs"))
         var scheduler = BatchScheduler(
-            plan: plan, packages: packages,
-            flasher: journals.wrap(
-                ProcessFlasher(
-                    executable: Self.executable(bledfu), stateDirectory: state,
-                    logDirectory: state.appendingPathComponent("batch-logs"))),
+            plan: plan, packages: packages, flasher: journals.wrap(flasher),
             log: log, batch: batchName, station: stationInfo)
         scheduler.isRunning = LineStation.isRunning
         scheduler.afterHeartbeat = { await journals.pushInFlight() }
@@ -126,9 +129,18 @@ struct BatchRun: AsyncParsableCommand {
         scheduler.events = { console.handle($0) }
         let stop = Mutex(false)
         scheduler.shouldStop = { stop.withLock { $0 } }
-        let interrupts = InterruptHandler {
+        // The children run in process groups of their own: the terminal's Ctrl-C reaches this process alone, which
+        // passes it on (docs/batch.md "Ctrl-C").
+        let children = flasher.children
+        let interrupts = InterruptHandler(onSecond: {
+            children.kill()
+            Console.errorRaw("bledfu: killed \(children.count) running flash(es); their journals are kept: run the same command again to resume")
+        }) {
             stop.withLock { $0 = true }
-            console.message("stopping: no new device starts; running devices stop at a safe point (Ctrl-C again quits)")
+            let running = children.interrupt()
+            console.message(
+                "stopping: no new device starts; \(running) running device(s) stop at their next safe point and stay pending "
+                    + "(Ctrl-C again quits at once)")
         }
         defer { interrupts.cancel() }
         let summary: BatchSummary
@@ -139,6 +151,12 @@ struct BatchRun: AsyncParsableCommand {
         }
         console.finish(summary, database: log.path)
         if summary.interrupted { throw CLIError("interrupted; run the same command again to finish", exitCode: BledfuExit.interrupted) }
+        if !summary.adaptersGone.isEmpty, summary.pending > 0 {
+            throw CLIError(
+                "adapter \(summary.adaptersGone.joined(separator: ", ")) gone (unplugged or removed); \(summary.pending) device(s) "
+                    + "pending: plug it back in and run the same command again (their journals resume them)",
+                exitCode: BatchExit.adapterGone)
+        }
         if summary.lineStopped {
             throw CLIError("the line stopped after \(summary.failed) failed device(s); \(summary.pending) pending", exitCode: BatchExit.lineStopped)
         }

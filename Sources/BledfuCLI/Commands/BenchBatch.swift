@@ -3,6 +3,7 @@ import BLECore
 import DFUSimulator
 import Batch
 import Foundation
+import LinuxIO
 
 /// `bledfu bench batch`: wall time of N virtual devices flashed in parallel by `bledfu batch`'s scheduler against
 /// one device alone (issue #6; goal: at most 1.3x). Each run gets a fresh simulator, so every device starts at
@@ -35,6 +36,14 @@ struct BenchBatch: AsyncParsableCommand {
             "Devices per hour for a grid of one adapter: DEVICES[,DEVICES...]:LINKS[,LINKS...] (LINKS a number or auto), "
                 + "each cell a measured run beside the shared-air model's bound (docs/benchmarks.md).",
             valueName: "grid")) var grid: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp("With --grid: adapters per cell, each with its own controller and air (default 1).", valueName: "n[,n...]"))
+    var gridAdapters = "1"
+    @Option(
+        name: .long,
+        help: ArgumentHelp("With --grid: the device profiles to measure (default: --profile).", valueName: "profile[,profile...]"))
+    var gridProfiles: String?
     @Flag(name: .long, help: "Print one JSON object.") var json = false
     @Option(name: .long, help: .hidden) var bledfu: String?
 
@@ -44,7 +53,7 @@ struct BenchBatch: AsyncParsableCommand {
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
         guard ["bracelet", "sensor"].contains(profile) else { throw ValidationError("--profile must be bracelet or sensor") }
         _ = try controllerProfile()
-        if let grid { _ = try BatchGrid(parsing: grid) }
+        if let grid { _ = try BatchGrid(parsing: grid, adapters: gridAdapters, profiles: gridProfiles ?? profile) }
     }
 
     /// The adapter's controller (every virtual adapter has one since issue 21: `none`, the old model where every
@@ -62,7 +71,7 @@ struct BenchBatch: AsyncParsableCommand {
 
     func run() async throws {
         if let grid {
-            try await runGrid(try BatchGrid(parsing: grid))
+            try await runGrid(try BatchGrid(parsing: grid, adapters: gridAdapters, profiles: gridProfiles ?? profile))
             return
         }
         let result = try await measureBoth()
@@ -100,41 +109,65 @@ struct BenchBatch: AsyncParsableCommand {
     }
 
     /// One fresh simulator with `count` devices, one scheduler run over all of them; returns the wall time.
+    /// `adapters` central adapters on the radio (each its own controller and air), `links` each; `profile` (default
+    /// `--profile`) names the devices and their package.
     func measure(
-        count: Int, base: DeviceProfile, info: PackageInfo, firmware: URL, executable: URL, links: Int? = nil
+        count: Int, base: DeviceProfile, info: PackageInfo, firmware: URL, executable: URL, links: Int? = nil, adapters: Int = 1,
+        profile: String? = nil
     ) async throws -> Double {
+        let profile = profile ?? self.profile
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("bledfu-bench-batch-\(UUID().uuidString.prefix(8))")
         let radio = directory.appendingPathComponent("radio")
         try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = Process()
-        simulator.executableURL = executable
-        simulator.arguments = [
-            "simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile):\(count)", "--speedup", "\(speedup)",
-        ] + (controller == "none" ? [] : ["--controller", "default=\(controller)"])
         var environment = ProcessInfo.processInfo.environment
         environment["BLEDFU_FIRMWARE_DIR"] = firmware.path
-        simulator.environment = environment
-        simulator.standardOutput = FileHandle.nullDevice
-        simulator.standardError = FileHandle.nullDevice
-        try simulator.run()
-        defer {
-            simulator.interrupt()
-            simulator.waitUntilExit()
+        let simulator: ChildProcess
+        do throws(ChildProcessError) {
+            simulator = try ChildProcess.spawn(
+                executable.path,
+                arguments: ["simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile):\(count)", "--speedup", "\(speedup)"]
+                    + ["--controller", "default=\(controller)"],
+                environment: environment, standardInput: .null, standardOutput: .null, standardError: .null)
+        } catch {
+            throw CLIError("cannot start the simulator: \(error.message)", exitCode: BledfuExit.failure)
         }
+        do {
+            let seconds = try await measure(
+                count: count, info: info, base: base, radio: radio, directory: directory, executable: executable, links: links,
+                adapters: adapters, profile: profile, simulator: simulator)
+            await Self.stop(simulator)
+            return seconds
+        } catch {
+            await Self.stop(simulator)
+            throw error
+        }
+    }
+
+    /// Ctrl-C to the simulator, then a bounded wait (then SIGKILL: ChildProcess.end).
+    static func stop(_ simulator: ChildProcess) async {
+        simulator.signal(SIGINT)
+        _ = await simulator.end(grace: .seconds(10))
+    }
+
+    /// One scheduler run over `count` devices of the running simulator; returns the wall time.
+    private func measure(
+        count: Int, info: PackageInfo, base: DeviceProfile, radio: URL, directory: URL, executable: URL, links: Int?,
+        adapters: Int, profile: String, simulator: ChildProcess
+    ) async throws -> Double {
         for _ in 0..<3000 {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: radio.path)) ?? []
             if names.filter({ $0.hasSuffix(".adv") }).count >= count { break }
-            guard simulator.isRunning else { throw CLIError("the simulator stopped", exitCode: BledfuExit.failure) }
+            guard simulator.exit == nil else { throw CLIError("the simulator stopped", exitCode: BledfuExit.failure) }
             await pause(seconds: 0.01)
         }
-        let adapter = "virtual:\(radio.path)"
+        // One adapter: the radio's default central; more: `@central1`, `@central2`... (each its own controller).
+        let perAdapter = min(links ?? connections ?? count, count, (try controllerProfile())?.maximumLinks ?? count)
         var plan = BatchPlan(
-            adapters: [
+            adapters: (0..<adapters).map { index in
                 BatchPlan.Adapter(
-                    name: adapter,
-                    connections: min(links ?? connections ?? count, count, (try controllerProfile())?.maximumLinks ?? count))
-            ],
+                    name: "virtual:\(radio.path)" + (adapters == 1 ? "" : "@central\(index + 1)"), connections: perAdapter)
+            },
             classes: [BatchPlan.DeviceClass(name: profile, package: info.path)],
             devices: (0..<count).map {
                 let instance = SimulatorProfiles.instance(base, index: $0, of: count)

@@ -1,8 +1,9 @@
 import Bench
 import DFUPackage
 import Foundation
-import MCUbootImage
 import LinuxIO
+import MCUbootImage
+import SystemPackage
 
 /// `bledfu bench --device ADDR --package ZIP`: each mode, `repetitions` times, as a complete `bledfu flash` run (a
 /// child process of this executable, so connect, buttonless jump, reconnects and journal behave exactly as in a
@@ -71,21 +72,38 @@ struct BenchDevice {
         return try PackageCLI.loadForFlash(path).parts.reduce(0) { $0 + $1.image.count }
     }
 
-    /// Runs the child to completion; returns its exit status and what it wrote to standard error.
+    /// Runs the child to completion; returns its exit status and the last line it wrote to standard error.
+    /// The longest a bench run may go without a line on standard error before it is killed.
+    static let runLimit: Duration = .seconds(1800)
+
     static func launch(_ executable: URL, _ arguments: [String]) async throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        let errors = Pipe()
-        process.standardError = errors
+        let pipe: (read: CInt, write: CInt)
+        let child: ChildProcess
         do {
-            try process.run()
+            pipe = try ChildProcess.makePipe()
+            defer { _ = valueOrErrno(retryOnInterrupt: false) { system_close(pipe.write) } }
+            child = try ChildProcess.spawn(
+                executable.path, arguments: arguments, standardInput: .null, standardOutput: .null,
+                standardError: .descriptor(pipe.write))
         } catch {
-            throw CLIError("cannot run \(executable.path): \(error.localizedDescription)", exitCode: BledfuExit.failure)
+            throw CLIError("cannot run \(executable.path): \(error)", exitCode: BledfuExit.failure)
         }
-        let output = Data((try? BlockingRead.toEnd(fd: errors.fileHandleForReading.fileDescriptor)) ?? [])
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        // The child's standard error until it closes it (at its exit). The flash bounds its own waits; should its
+        // standard error stay quiet for `runLimit` all the same, the child is killed (exit 59 as in a batch).
+        var output: [UInt8] = []
+        var quiet = false
+        if let reader = try? PipeReader(fd: pipe.read) {
+            do throws(Errno) {
+                output = try await reader.readToEnd(idle: runLimit)
+            } catch {
+                quiet = error == .timedOut
+            }
+            reader.close()
+        }
+        if quiet { child.signal(SIGKILL) }
+        let exit = await child.end(grace: ProcessFlasher.exitGrace)
+        let text = String(decoding: output, as: UTF8.self)
+        let last = text.split(separator: "\n").last.map(String.init) ?? ""
+        return (exit?.code ?? BatchExit.flashStalled, last)
     }
 }

@@ -210,11 +210,11 @@ func makeFlashAdapter(_ adapter: String) throws -> any BLEAdapter {
     return try makeAdapter(options)
 }
 
-/// SIGINT: the first calls `onFirst`, the second exits with 130 at once.
+/// SIGINT: the first calls `onFirst`, the second calls `onSecond` and exits with 130 at once.
 final class InterruptHandler: Sendable {
     private let watch: SignalWatch
 
-    init(onFirst: @escaping @Sendable () -> Void) {
+    init(onSecond: @escaping @Sendable () -> Void = {}, onFirst: @escaping @Sendable () -> Void) {
         let count = Mutex(0)
         watch = SignalWatch(signals: [SIGINT]) { _ in
             let seen = count.withLock { value in
@@ -222,6 +222,7 @@ final class InterruptHandler: Sendable {
                 return value
             }
             if seen >= 2 {
+                onSecond()
                 Console.errorRaw("bledfu: interrupted")
                 exit(BledfuExit.interrupted)
             }
