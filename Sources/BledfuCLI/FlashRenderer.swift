@@ -129,7 +129,9 @@ final class FlashRenderer: Sendable {
 
     private func line(_ text: String, _ state: inout State) {
         clearBar(&state)
-        Self.out(text + "\n")
+        guard style == .terminal else { return Self.out(text + "\n") }
+        // On a terminal a sentence breaks at spaces within its width.
+        Self.out(TerminalOutput.wrap(text, width: TerminalOutput.size().columns).joined(separator: "\n") + "\n")
     }
 
     /// The final line(s) and, with `--json`, the result event. `version` is what now runs ("application version

@@ -58,6 +58,26 @@ struct TerminalOutput: Sendable {
         return end == text.endIndex ? text : String(text[..<end])
     }
 
+    /// `text` broken at spaces into lines of at most `width` columns (a sentence on a terminal: the terminal would
+    /// otherwise break it anywhere); the lines after the first are indented by two spaces. A word longer than a
+    /// line stands alone and is cut.
+    static func wrap(_ text: String, width: Int) -> [String] {
+        guard width > 8, columns(of: text) > width else { return [text] }
+        var lines: [String] = []
+        var current = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: false).map(String.init) {
+            let candidate = current.isEmpty ? word : current + " " + word
+            if columns(of: candidate) <= width || current.isEmpty || current == "  " {
+                current = candidate
+                continue
+            }
+            lines.append(fit(current, width: width))
+            current = "  " + word
+        }
+        lines.append(fit(current, width: width))
+        return lines
+    }
+
     /// Rows a line of `columns` columns takes at `width` columns (a terminal that reflows its lines on a resize,
     /// as tmux, VTE, kitty and Windows Terminal do, wraps it this way; an empty line takes one row).
     static func rows(columns: Int, width: Int) -> Int {

@@ -29,7 +29,7 @@ import Testing
         let result = try await CLIRunner.run(["flash"])
         #expect(result.status == 64)
         #expect(result.errorLines.count == 1, "\(result.stderr)")
-        #expect(result.stderr.hasPrefix("bledfu: error: Missing expected argument '<package>'"), "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("bledfu: error: give the package, or --image and --init"), "\(result.stderr)")
         #expect(result.stderr.contains("(see 'bledfu flash --help')"), "\(result.stderr)")
         #expect(!result.stderr.contains("Error:"))
         // A missing option of package create is a usage error too (64), not a package failure (39).

@@ -183,6 +183,7 @@ import Testing
         45: .elsewhere(file: "ExitCodeDeviceTests.swift", test: "aDeviceWithoutDFUEndsIn45", check: "status == 45"),
         46: .elsewhere(file: "LegacyCLITests.swift", test: "securePackageOnALegacyDevice", check: "status == 46"),
         47: .mapped(why: "an SMP image that reverts after the reset (MCUmgrTests.SMPEndToEndTests)", error: "DFUError.reverted"),
+        48: .elsewhere(file: "NeverStrandCLITests.swift", test: "anotherHardwareVersionIsRefusedBeforeTheJump", check: "status == 48"),
         50: .elsewhere(file: "BatchCLITests.swift", test: "sixteenDevicesInOneBatch", check: "status == 50"),
         51: .elsewhere(file: "BatchCLITests.swift", test: "aBadPlanIsRejectedWithItsLine", check: "status == 51"),
         // A device without DFU fails (45) and the plan stops the line after one failure.
@@ -201,6 +202,7 @@ import Testing
         57: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 57"),
         58: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 58"),
         59: .elsewhere(file: "BatchStallTests.swift", test: "aChildThatHangsIsKilledAndTheAttemptFailsWith56", check: "exitCode == 59"),
+        60: .elsewhere(file: "BatchBadInputTests.swift", test: "anAdapterPulledMidBatch", check: ".exited(60)"),
         64: .run({ _ in ["scan", "--min-rssi"] }, says: "see 'bledfu scan --help'"),
         130: .elsewhere(file: "FlashResilienceTests.swift", test: "secondInterruptExitsAtOnce", check: "130"),
     ]

@@ -16,6 +16,20 @@ import Testing
         #expect(TerminalOutput.fit("abc", width: 80) == "abc")
     }
 
+    @Test func sentencesBreakAtSpacesWithinTheWidth() {
+        let text = "checked before the jump: application: hardware version 52 (Hardware Revision \"52\")"
+        let lines = TerminalOutput.wrap(text, width: 30)
+        #expect(lines == [
+            "checked before the jump:", "  application: hardware", "  version 52 (Hardware", "  Revision \"52\")",
+        ])
+        #expect(lines.allSatisfy { TerminalOutput.columns(of: $0) <= 30 })
+        // Short enough: unchanged; a word longer than the width stands alone, cut.
+        #expect(TerminalOutput.wrap("Done", width: 30) == ["Done"])
+        #expect(TerminalOutput.wrap("a " + String(repeating: "x", count: 40) + " b", width: 20) == [
+            "a", "  " + String(repeating: "x", count: 18), "  b",
+        ])
+    }
+
     @Test func rowsAfterAReflow() {
         #expect(TerminalOutput.rows(columns: 0, width: 80) == 1)
         #expect(TerminalOutput.rows(columns: 80, width: 80) == 1)

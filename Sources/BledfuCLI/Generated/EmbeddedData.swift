@@ -255,7 +255,7 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   "peer_data_handover" : true,
   "receive_buffer_size" : 600,
   "receive_buffers" : 16,
-  "sdk_version" : "0.9.2",
+  "sdk_version" : "48a149f",
   "softdevice_fwid" : 183,
   "speedup" : 1
 }
@@ -321,7 +321,7 @@ DA2E7828-FBCE-4E01-AE9E-261174997C48	characteristic	SMP (MCUmgr)
   "peer_data_handover" : true,
   "receive_buffer_size" : 600,
   "receive_buffers" : 16,
-  "sdk_version" : "0.9.2",
+  "sdk_version" : "48a149f",
   "softdevice_fwid" : 182,
   "speedup" : 1
 }
