@@ -3,6 +3,7 @@ import DFUProtocol
 import Foundation
 import GATT
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import SecureDFU

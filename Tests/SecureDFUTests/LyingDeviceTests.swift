@@ -4,6 +4,7 @@ import DFUPackage
 import DFUProtocol
 import DFUSimulator
 import GATT
+import TestDoubles
 import Testing
 
 @testable import SecureDFU

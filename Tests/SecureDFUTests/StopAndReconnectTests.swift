@@ -3,6 +3,7 @@ import DFUProtocol
 import GATT
 import DFUCore
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import SecureDFU
