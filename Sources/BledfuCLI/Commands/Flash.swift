@@ -6,8 +6,6 @@ import BLECore
 import Dispatch
 import Foundation
 import BledfuKit
-import MCUmgr
-import SecureDFU
 
 /// Options shared by `bledfu flash` and `bledfu resume`.
 struct FlashOptions: ParsableArguments {
@@ -33,6 +31,19 @@ struct FlashOptions: ParsableArguments {
             "SMP: after the upload test-and-confirm (default: test, reset, check, confirm), confirm-only or upload-only.",
             valueName: "flow"))
     var confirm: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Secure DFU: the DFU service's UUID on a device whose vendor moved it (default FE59).", valueName: "uuid"))
+    var serviceUUID: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A family setting, repeatable (secure.control-point=UUID, secure.packet=UUID, smp.confirm=upload-only; docs/library.md).",
+            valueName: "key=value"))
+    var setting: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Where journals are kept (default $XDG_STATE_HOME/bledfu).", valueName: "dir"))
     var stateDir: String?
@@ -73,6 +84,21 @@ struct FlashOptions: ParsableArguments {
         guard rebootDelay >= 0, rebootDelay <= 60 else { throw ValidationError("--reboot-delay must be between 0 and 60 s") }
         guard (0...100).contains(reconnectAttempts) else { throw ValidationError("--reconnect-attempts must be 0 to 100") }
         guard !family.isEmpty else { throw ValidationError("--family must name a family or be auto") }
+        for item in setting where !item.contains("=") || item.hasPrefix("=") {
+            throw ValidationError("--setting '\(item)': expected KEY=VALUE")
+        }
+    }
+
+    /// `--setting KEY=VALUE` items, then the options a family maps to its settings (`--confirm`, `--service-uuid`).
+    /// The values are checked by the package's family when it plans the update.
+    var familySettings: [String: String] {
+        var settings: [String: String] = [:]
+        for item in setting {
+            guard let equals = item.firstIndex(of: "=") else { continue }
+            settings[String(item[..<equals])] = String(item[item.index(after: equals)...])
+        }
+        settings.merge(DefaultFamilies.settings(forOptions: ["confirm": confirm, "service-uuid": serviceUUID])) { $1 }
+        return settings
     }
 
     var stateDirectory: URL { stateDir.map { URL(fileURLWithPath: $0) } ?? JournalFileStore.defaultDirectory() }
@@ -89,7 +115,7 @@ struct FlashOptions: ParsableArguments {
             abortOnCancel: abortOnCancel, bootloaderName: name, scanTimeout: scanTimeout, rebootDelay: rebootDelay,
             reconnectAttempts: reconnectAttempts, target: target, addressType: addressType, security: security,
             adapter: global.adapter, json: global.json, verbose: global.verbose, timeout: global.timeout,
-            capture: global.capture, settings: confirm.map { [SMPFamily.confirmSetting: $0] } ?? [:])
+            capture: global.capture, settings: familySettings)
     }
 }
 

@@ -1,8 +1,6 @@
 import ArgumentParser
 import BLECore
-import DFUProtocol
-import LegacyDFU
-import MCUmgr
+import BledfuKit
 
 /// `bledfu scan`: list advertising devices.
 struct ScanCommand: AsyncParsableCommand {
@@ -40,12 +38,12 @@ struct ScanCommand: AsyncParsableCommand {
                     ]
                     if let rssi = advertisement.rssi { event["rssi"] = Int(rssi) }
                     if let name = ad.name { event["name"] = name }
-                    if let family = Self.family(ad.serviceUUIDs) { event["family"] = family }
+                    if let family = DefaultFamilies.family(advertising: ad.serviceUUIDs) { event["family"] = family.rawValue }
                     Console.json(event)
                 } else {
                     let rssi = advertisement.rssi.map { "\($0) dBm" } ?? "? dBm"
                     let services = ad.serviceUUIDs.map(\.description).joined(separator: ",")
-                    let family = Self.family(ad.serviceUUIDs) ?? "-"
+                    let family = DefaultFamilies.family(advertising: ad.serviceUUIDs)?.rawValue ?? "-"
                     print(
                         "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(family) \(ad.name ?? "(no name)") \(services)")
                 }
@@ -54,16 +52,5 @@ struct ScanCommand: AsyncParsableCommand {
             throw CLIError(error)
         }
         if !options.json { Console.errorRaw("\(count) device(s) found on \(adapter.name)") }
-    }
-
-    /// The DFU family an advertisement names by its service UUIDs: 8D53DC1D-… MCUmgr SMP (Zephyr's
-    /// CONFIG_MCUMGR_TRANSPORT_BT advertises it when the application puts it in its advertising data), FE59 Secure
-    /// DFU, 00001530-… Legacy DFU (a bootloader, or InfiniTime); nil when it lists none (an application usually
-    /// advertises its own services: `bledfu flash` finds the family once connected).
-    static func family(_ services: [BluetoothUUID]) -> String? {
-        if services.contains(SMPUUID.service) { return "smp" }
-        if services.contains(SecureDFUUUID.service) { return "secure" }
-        if services.contains(LegacyDFUUUID.service) { return "legacy" }
-        return nil
     }
 }
