@@ -178,7 +178,7 @@ final class CaptureHook: Sendable {
                     writer = created
                     return created
                 } catch {
-                    throw DFUError(DFUError.Code("capture"), "cannot write capture file \(path): \(error)", cause: error)
+                    throw DFUError(.capture, "cannot write capture file \(path): \(error)", cause: error)
                 }
             }
             observers.append(opened)

@@ -52,6 +52,8 @@ public struct DFUError: CodedError, Sendable {
         /// An option the family does not take (a `--mode` of another family, a setting's bad value), refused by
         /// ``DFUFamily/plan(_:options:)`` before anything connects.
         public static let invalidOption = Code("invalid-option")
+        /// A bearer wrapper could not start (the CLI's `--capture` file cannot be created or written).
+        public static let capture = Code("capture")
 
         public var description: String { rawValue }
 
