@@ -9,7 +9,7 @@ import Testing
 /// A short bench of every family against its virtual devices (the `Bench` module's one loop), each row checked for
 /// consistency: the bytes of the image, a positive bound no higher than the link's ceiling, throughput = bytes /
 /// seconds, the cell's fraction = median throughput / bound, every run completed with the right image.
-@Suite(.timeLimit(.minutes(10)))(.timeLimit(.minutes(5))) struct BenchFamilyTests {
+@Suite(.timeLimit(.minutes(5))) struct BenchFamilyTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 

@@ -247,7 +247,7 @@ enum StoreChecks {
     @Test func backPressureKeepsThePlace() async throws { try await StoreChecks.backPressureKeepsThePlace(.sqlite) }
 }
 
-@Suite(.timeLimit(.minutes(10)))(
+@Suite(
     .enabled(
         if: StoreBackend.postgresEnabled,
         "no PostgreSQL server: set BLEDFU_TEST_POSTGRES_URL (tools/test starts a throwaway cluster and sets it)"),

@@ -6,7 +6,7 @@ import Testing
 
 /// Both ways with MCUboot's own imgtool (PyPI, tools/python-env): images imgtool signs verify here exactly when
 /// `imgtool verify` accepts them; images bledfu signs pass `imgtool verify`.
-@Suite(.timeLimit(.minutes(10)))(.enabled(if: Imgtool.shouldRun, "imgtool is not installed (tools/python-env)"))
+@Suite(.timeLimit(.minutes(10)), .enabled(if: Imgtool.shouldRun, "imgtool is not installed (tools/python-env)"))
 struct ImgtoolInteropTests {
     static let keyTypes = ["rsa-2048", "rsa-3072", "ecdsa-p256", "ed25519"]
 

@@ -5,7 +5,7 @@ import CLinuxShim
 import Testing
 
 /// Pins the kernel struct layouts Swift sees through CBlueZShim (linux-ble.md §1.1, checked against C).
-@Suite(.timeLimit(.minutes(2)))(.timeLimit(.minutes(5))) struct CShimLayoutTests {
+@Suite(.timeLimit(.minutes(5))) struct CShimLayoutTests {
     @Test func sockaddrL2() {
         #expect(MemoryLayout<sockaddr_l2>.size == 14)
         #expect(MemoryLayout<sockaddr_l2>.offset(of: \.l2_family) == 0)
