@@ -75,6 +75,7 @@ struct SMPActivation {
 
     /// Links tried after the reset: the device may reset only after the first new link came up (it answered the
     /// reset request first), which drops that link; the next attempt waits on the adapter for the device again.
+    /// `reconnect` throws `.closed` for such a link and `.disconnected` when the device was not found (no retry).
     static let reconnectAttempts = 3
 
     /// The device after its reset: a new link and its image state. Each attempt waits on the updater's connection
@@ -82,7 +83,13 @@ struct SMPActivation {
     func reconnected() async throws(SMPError) -> (SMPClient, SMPImageState) {
         var attempt = 1
         while true {
-            let client = try await reconnect()
+            let client: SMPClient
+            do {
+                client = try await reconnect()
+            } catch where error.code == .closed && attempt < Self.reconnectAttempts {
+                attempt += 1  // found, then dropped: the reset came after the link
+                continue
+            }
             do {
                 return (client, try await readState(client))
             } catch where [.disconnected, .closed].contains(error.code) && attempt < Self.reconnectAttempts {

@@ -123,8 +123,11 @@ extension SMPFamily {
         let activation = SMPActivation(mode: mode) { [rebooted] () async throws(SMPError) -> SMPClient in
             do throws(DFUError) {
                 return try await Self.client(on: try await context.connect(to: rebooted), context: context)
-            } catch {
+            } catch where error.code == .notFound {
+                // Not seen within the reboot timeout: no point in looking again.
                 throw SMPError(.disconnected, "the device did not come back after the reset: \(error.message)")
+            } catch {
+                throw SMPError(.closed, "the device dropped the link after the reset: \(error.message)")
             }
         }
         do {

@@ -31,7 +31,7 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     private let transport: any DFUTransport
     private let clock: C
     private let configuration: SecureDFUConfiguration
-    private let journalStore: (any JournalStore)?
+    private let checkpoint: Checkpoint?
     private let logger: Logger
     /// The inbox of the run in progress; notifications between runs are dropped.
     /// The inbox of the run in progress, behind a lock so that notifications reach it without a hop onto the actor.
@@ -40,15 +40,18 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     private var linkDown = false
     private var stopRequested = false
 
+    /// Receives the journal after every executed object (the updater's part context keeps it as a checkpoint).
+    public typealias Checkpoint = @Sendable (DFUJournal) async -> Void
+
     public init(
         transport: any DFUTransport, clock: C, configuration: SecureDFUConfiguration = SecureDFUConfiguration(),
-        journalStore: (any JournalStore)? = nil, logger: Logger = Logger(label: "bledfu.engine")
+        checkpoint: Checkpoint? = nil, logger: Logger = Logger(label: "bledfu.engine")
     ) {
         (progress, progressContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(64))
         self.transport = transport
         self.clock = clock
         self.configuration = configuration
-        self.journalStore = journalStore
+        self.checkpoint = checkpoint
         self.logger = logger
     }
 
@@ -243,19 +246,14 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
                 partIndex: run.partIndex, partCount: run.partCount, progress: progress, bytesPerSecond: speed))
     }
 
-    /// Records an executed object in the journal and saves it.
+    /// Records an executed object in the journal and hands it to the checkpoint.
     private func executed(_ object: DFUExecutedObject, run: inout RunState) async {
         run.logger.debug(
             "object executed", metadata: ["dfu.object.index": "\(object.index)", "dfu.offset": "\(object.offset)"])
         guard var updated = run.journal else { return }
         updated.record(object, part: run.partIndex)
         run.journal = updated
-        do {
-            try await journalStore?.save(updated)
-        } catch {
-            // The journal only speeds up a later resume; the transfer itself is unaffected.
-            run.logger.debug("journal not saved", metadata: ["dfu.error": "\(error)"])
-        }
+        await checkpoint?(updated)
     }
 }
 

@@ -170,7 +170,9 @@ public struct SecureDFUFamily: DFUFamily {
             pacing: pacing, checkpointTimeout: options.responseTimeout, abortOnCancel: options.abortOnCancel)
         let driver = SecureDFUDriver(
             transport: transport, clock: context.update.clock, configuration: configuration,
-            journalStore: CheckpointJournalStore(context: context), logger: context.update.logger)
+            checkpoint: { journal in
+                await context.checkpoint(SecureResume(executed: journal.executed), confirmedBytes: journal.executedOffset ?? 0)
+            }, logger: context.update.logger)
         let reporter = Task {
             for await report in driver.progress {
                 let p = report.progress
@@ -241,17 +243,4 @@ public struct SecureResume: Codable, Sendable, Hashable {
 
 extension DFUPart: UpdatePart {
     public var byteCount: Int { image.count }
-}
-
-/// The driver's journal store, handing every executed object to the updater's journal as a checkpoint.
-struct CheckpointJournalStore: JournalStore {
-    let context: PartContext<SecureResume>
-
-    func load(deviceAddress: String, packageSHA256: String) async throws(JournalStoreError) -> DFUJournal? { nil }
-
-    func save(_ journal: DFUJournal) async throws(JournalStoreError) {
-        await context.checkpoint(SecureResume(executed: journal.executed), confirmedBytes: journal.executedOffset ?? 0)
-    }
-
-    func remove(deviceAddress: String, packageSHA256: String) async throws(JournalStoreError) {}
 }

@@ -251,7 +251,7 @@ enum StoreChecks {
     .enabled(
         if: StoreBackend.postgresEnabled,
         "no PostgreSQL server: set BLEDFU_TEST_POSTGRES_URL (tools/test starts a throwaway cluster and sets it)"),
-    .timeLimit(.minutes(2))
+    .timeLimit(.minutes(10))
 )
 struct PostgresStoreTests {
     @Test func migratesToTheCurrentVersion() async throws { try await StoreChecks.migratesToTheCurrentVersion(.postgres) }

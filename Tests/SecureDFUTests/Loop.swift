@@ -100,3 +100,19 @@ func testPart(imageSize: Int = 10_000, initSize: Int = 141) -> DFUPart {
 extension Loop: CustomStringConvertible {
     var description: String { "Loop(\(machine.part.name), result \(String(describing: result)), \(log.count) actions)" }
 }
+
+/// Keeps the journals a driver hands to its checkpoint, by device and package (as the updater's store would).
+actor JournalRecorder {
+    private var journals: [String: DFUJournal] = [:]
+
+    private static func key(_ address: String, _ sha: String) -> String { address.uppercased() + "|" + sha.lowercased() }
+
+    func record(_ journal: DFUJournal) { journals[Self.key(journal.deviceAddress, journal.packageSHA256)] = journal }
+
+    func load(deviceAddress: String, packageSHA256: String) -> DFUJournal? {
+        journals[Self.key(deviceAddress, packageSHA256)]
+    }
+
+    /// The driver's checkpoint.
+    nonisolated var checkpoint: @Sendable (DFUJournal) async -> Void { { journal in await self.record(journal) } }
+}
