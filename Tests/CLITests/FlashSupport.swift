@@ -15,7 +15,7 @@ final class FlashSimulator {
     private let process = Process()
 
     /// Starts the simulator and waits (bounded) until the device's advertisement file exists.
-    init(directory: URL, speedup: Int = 100, extraArguments: [String] = []) throws {
+    init(directory: URL, speedup: Int = 100, device: String = "bracelet", extraArguments: [String] = []) throws {
         self.directory = directory
         radio = directory.appendingPathComponent("radio").path
         statusDirectory = directory.appendingPathComponent("status")
@@ -23,7 +23,7 @@ final class FlashSimulator {
         process.executableURL = CLIRunner.binary
         process.arguments =
             [
-                "simulate", "--adapter", "virtual:\(radio)", "--device", "bracelet", "--speedup", "\(speedup)",
+                "simulate", "--adapter", "virtual:\(radio)", "--device", device, "--speedup", "\(speedup)",
                 "--status-dir", statusDirectory.path, "--public-key", FlashFixture.publicKey.path,
             ] + extraArguments
         process.currentDirectoryURL = CLIRunner.repositoryRoot
