@@ -183,7 +183,6 @@ var targets: [Target] = [
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Crypto", package: "swift-crypto"),
-            log,
         ],
         swiftSettings: swiftSettings
     ),
