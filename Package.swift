@@ -1,10 +1,13 @@
 // swift-tools-version: 6.1
 //
-// bledfu: Nordic Secure DFU over raw ATT on Linux.
+// bledfu: firmware updates of BLE devices on Linux over raw ATT (BlueZ kernel L2CAP sockets): Nordic Secure DFU,
+// Legacy DFU and MCUmgr SMP into MCUboot, as a command line and as the library product BledfuKit.
 //
-// The module graph is the layer graph (see docs/architecture.md). The core modules (BLECore, ATT, GATT,
-// DFUProtocol, DFUPackage, SecureDFU, DFUSimulator) make no syscalls and import neither Glibc nor the C shim;
-// the transports (LinuxIO, VirtualRadio, BlueZTransport) do the I/O.
+// The module graph is the layer graph (docs/architecture.md; tools/check-layers checks every edge, test targets
+// included, and the docs' module table). The core modules (BLECore, ATT, GATT, DFUCore, DFUProtocol, DFUPackage,
+// SecureDFU, LegacyDFU, MCUmgr, CBOR, MCUbootImage, DFUSimulator) make no syscalls and import neither Glibc nor
+// a C shim; the transports (LinuxIO, VirtualRadio, BlueZTransport) do the I/O. tools/check-layers.py's LAYERS
+// holds the layer of every target (the "Layer" notes below are older and coarser).
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -32,6 +35,9 @@ var targets: [Target] = [
     .target(name: "ATT", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 3: ATT client/server bearer logic and GATT client/server (pure Swift concurrency, no syscalls).
     .target(name: "GATT", dependencies: ["BLECore", "ATT", log], swiftSettings: swiftSettings),
+    // Test support, lower half (test code only, never a product's dependency): the manual clock, the in-memory
+    // bearer pair, a Secure DFU bootloader double. Low enough for GATTTests; BledfuTestSupport builds on it.
+    .target(name: "TestDoubles", dependencies: ["BLECore", "DFUProtocol"], swiftSettings: swiftSettings),
     // Layer 4: transports. Every syscall goes through LinuxIO/Syscalls.swift.
     .target(
         name: "LinuxIO",
@@ -87,7 +93,7 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     // Layer 6': CBOR (RFC 8949), the body encoding of MCUmgr SMP messages, pure.
-    .target(name: "CBOR", swiftSettings: swiftSettings),
+    .target(name: "CBOR", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 6'': MCUboot images (header, TLVs, signatures) and the nRF Connect SDK dfu_application.zip, pure.
     .target(
         name: "MCUbootImage",
@@ -112,7 +118,7 @@ var targets: [Target] = [
     .target(
         name: "Batch",
         dependencies: [
-            "BLECore", "DFUProtocol",
+            "BLECore",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Yams", package: "Yams"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -123,7 +129,7 @@ var targets: [Target] = [
     .target(
         name: "LineStore",
         dependencies: [
-            "Batch", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
+            "BLECore", "Batch", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"), log,
         ],
         swiftSettings: swiftSettings
@@ -162,11 +168,11 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
-    // Test doubles shared by the test targets: in-process virtual device adapter (and, later, the manual clock,
-    // the in-memory bearer, journal stores, the seeded RNG, synthetic parts).
+    // Test support, upper half: in-process virtual device adapters, synthetic packages, the Legacy corpus. The
+    // low-layer doubles it builds on are in TestDoubles.
     .target(
         name: "BledfuTestSupport",
-        dependencies: ["BLECore", "GATT", "DFUSimulator", "DFUPackage", "LegacyDFU", "VirtualRadio"],
+        dependencies: ["BLECore", "DFUCore", "GATT", "DFUSimulator", "DFUPackage", "LegacyDFU", "VirtualRadio", "TestDoubles"],
         swiftSettings: swiftSettings
     ),
     // Layer 9: the CLI (one subcommand per file) and its thin executable.
@@ -180,7 +186,6 @@ var targets: [Target] = [
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Yams", package: "Yams"),
-            log,
         ],
         exclude: ["Data"],  // assigned-numbers.tsv; tools/generate-embedded carries it in Generated/EmbeddedData.swift
         swiftSettings: swiftSettings
@@ -225,23 +230,24 @@ var targets: [Target] = [
     .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "GATTTests",
-        dependencies: ["GATT", "ATT", "BLECore", "VirtualRadio"],
+        dependencies: ["GATT", "ATT", "BLECore", "VirtualRadio", "TestDoubles"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "TransportTests",
         dependencies: [
             "LinuxIO", "VirtualRadio", "BlueZTransport", "CBlueZShim", "CLinuxShim", "BLECore", "ATT", "GATT",
-            .product(name: "SystemPackage", package: "swift-system"),
+            "TestDoubles", .product(name: "SystemPackage", package: "swift-system"),
         ],
         swiftSettings: swiftSettings + [.define("ENABLE_MOCKING", .when(configuration: .debug))]
     ),
-    .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "GATT", "BLECore"], swiftSettings: swiftSettings),
+    .testTarget(name: "DFUCoreTests", dependencies: ["DFUCore", "BLECore", "TestDoubles"], swiftSettings: swiftSettings),
     .testTarget(
         name: "BledfuKitTests",
         dependencies: [
             "BledfuKit", "BledfuTestSupport", "DFUCore", "LegacyDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
-            "MCUmgr", "MCUbootImage",
+            "MCUmgr", "MCUbootImage", "TestDoubles", "DFUProtocol", "SecureDFU", "ATT", "CBOR", "VirtualRadio",
+            .product(name: "Crypto", package: "swift-crypto"),
         ],
         swiftSettings: swiftSettings
     ),
@@ -256,22 +262,24 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "SecureDFUTests",
-        dependencies: ["SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator", log],
+        dependencies: [
+            "SecureDFU", "DFUCore", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "DFUSimulator", "TestDoubles", log,
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "LegacyDFUTests",
         dependencies: [
-            "LegacyDFU", "DFUCore", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio", "BledfuTestSupport", log,
+            "LegacyDFU", "DFUCore", "DFUSimulator", "DFUPackage", "GATT", "ATT", "BLECore", "VirtualRadio", log,
         ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "DFUSimulatorTests",
-        dependencies: ["DFUSimulator", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore"],
+        dependencies: ["DFUSimulator", "DFUProtocol", "DFUPackage", "GATT", "ATT", "BLECore", "TestDoubles"],
         swiftSettings: swiftSettings
     ),
-    .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: swiftSettings),
+    .testTarget(name: "CBORTests", dependencies: ["CBOR", "BLECore"], swiftSettings: swiftSettings),
     .testTarget(
         name: "MCUbootImageTests",
         dependencies: ["MCUbootImage", "DFUPackage", "BLECore", "LinuxIO"],
@@ -280,15 +288,14 @@ var targets: [Target] = [
     .testTarget(
         name: "MCUmgrTests",
         dependencies: [
-            "MCUmgr", "CBOR", "MCUbootImage", "DFUSimulator", "GATT", "ATT", "BLECore", "VirtualRadio",
-            .product(name: "Crypto", package: "swift-crypto"),
+            "MCUmgr", "CBOR", "MCUbootImage", "DFUSimulator", "GATT", "BLECore", "TestDoubles",
         ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "BatchTests",
         dependencies: [
-            "Batch", "DFUProtocol", "GATT", "BLECore", .product(name: "GRDB", package: "GRDB.swift"),
+            "Batch", "DFUProtocol", "BLECore", "TestDoubles", .product(name: "GRDB", package: "GRDB.swift"),
         ],
         swiftSettings: swiftSettings
     ),
@@ -311,7 +318,7 @@ var targets: [Target] = [
         name: "CLITests",
         dependencies: [
             "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "LinuxIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Batch", "LineStore", "MCUmgr", "MCUbootImage", "BlueZTransport",
+            "VirtualRadio", "Batch", "LineStore", "MCUmgr", "MCUbootImage", "BlueZTransport", "TestDoubles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings

@@ -4,7 +4,15 @@
 /// "not enough bytes" apart from "malformed bytes", which it reports with its own error type.
 public struct ByteReader: Sendable {
     /// Thrown when a read needs more bytes than remain.
-    public struct Truncated: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Truncated: CodedError, Sendable {
+        public struct Code: RawRepresentable, Hashable, Sendable {
+            public var rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+            /// The read needs more bytes than remain.
+            public static let truncated = Code(rawValue: "truncated")
+        }
+
+        public var code: Code { .truncated }
         /// What was being read (a field name).
         public var field: String
         /// How many bytes the read needed.
@@ -18,9 +26,8 @@ public struct ByteReader: Sendable {
             self.available = available
         }
 
-        public var description: String {
-            "truncated: \(field) needs \(needed) byte(s), \(available) left"
-        }
+        public var message: String { "\(field) needs \(needed) byte(s), \(available) left" }
+
     }
 
     public let bytes: ArraySlice<UInt8>

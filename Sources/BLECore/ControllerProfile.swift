@@ -182,9 +182,18 @@ public struct ControllerProfile: Sendable, Hashable, Codable, CustomStringConver
 }
 
 /// A controller description that does not parse.
-public struct ControllerProfileError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ControllerProfileError: CodedError, Sendable {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The text names no known controller, or a key or value the description does not take.
+        public static let invalidProfile = Code(rawValue: "invalid-controller-profile")
+    }
+
+    public var code: Code { .invalidProfile }
     public var reason: String
     public init(_ reason: String) { self.reason = reason }
+    public var message: String { reason }
     public var description: String { reason }
 }
 

@@ -1,3 +1,4 @@
+import BLECore
 import Foundation
 
 /// The line's record (docs/batch.md, "Database"): one row per attempt (`attempts`), one final row per device and
@@ -233,7 +234,7 @@ public final class BatchLog: Sendable {
 }
 
 /// A database failure. Codes are an open set.
-public struct BatchLogError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct BatchLogError: CodedError, Sendable {
     public struct Code: RawRepresentable, Hashable, Sendable {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -257,6 +258,6 @@ public struct BatchLogError: Error, Sendable, Equatable, CustomStringConvertible
         self.code = code
         self.reason = reason
     }
+    public var message: String { reason }
     public var description: String { reason }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }

@@ -127,6 +127,8 @@ public struct BatchPlan: Sendable, Equatable {
         /// Seconds a device's flash may go without a sign of life (an event) before the line kills it; nil: the
         /// default, ``defaultStallTimeout``.
         public var stallTimeout: Double?
+        /// The DFU service's UUID of devices whose vendor moved it (`flash --service-uuid`); nil: the standard one.
+        public var serviceUUID: String?
 
         public init() {}
 
@@ -170,7 +172,7 @@ public struct BatchPlan: Sendable, Equatable {
 }
 
 /// Why a plan was rejected: the line (1-based, when known) and the reason. Codes are an open set.
-public struct PlanError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct PlanError: CodedError, Sendable {
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -201,5 +203,6 @@ public struct PlanError: Error, Sendable, Equatable, CustomStringConvertible {
         self.reason = reason
     }
 
-    public var description: String { line.map { "line \($0): \(reason)" } ?? reason }
+    public var message: String { line.map { "line \($0): \(reason)" } ?? reason }
+    public var description: String { message }
 }

@@ -1,5 +1,4 @@
 import BLECore
-import DFUProtocol
 
 /// A discovery rule: which advertisements belong to a device class.
 public struct DiscoveryRule: Sendable, Equatable {
@@ -7,20 +6,24 @@ public struct DiscoveryRule: Sendable, Equatable {
     public var namePrefix: String?
     public var serviceUUID: BluetoothUUID?
     public var minimumRSSI: Int8?
-    /// Only devices in application mode that offer the buttonless characteristic: the advertisement must carry the
-    /// Secure DFU service (FE59) and must not look like a bootloader; the flash checks the characteristic on connect.
+    /// Only devices in application mode that offer the buttonless characteristic: the advertisement must carry one
+    /// of ``dfuServices`` and must not look like a bootloader; the flash checks the characteristic on connect.
     public var buttonlessInAppMode: Bool
+    /// The services that name a DFU device: the updater's families' (`DefaultFamilies.services()`, set by the
+    /// CLI when it loads the plan). The line itself knows no DFU family.
+    public var dfuServices: Set<BluetoothUUID>
     public var line: Int
 
     public init(
         className: String, namePrefix: String? = nil, serviceUUID: BluetoothUUID? = nil, minimumRSSI: Int8? = nil,
-        buttonlessInAppMode: Bool = false, line: Int = 0
+        buttonlessInAppMode: Bool = false, dfuServices: Set<BluetoothUUID> = [], line: Int = 0
     ) {
         self.className = className
         self.namePrefix = namePrefix
         self.serviceUUID = serviceUUID
         self.minimumRSSI = minimumRSSI
         self.buttonlessInAppMode = buttonlessInAppMode
+        self.dfuServices = dfuServices
         self.line = line
     }
 
@@ -36,7 +39,7 @@ public struct DiscoveryRule: Sendable, Equatable {
         guard filter.matches(advertisement) else { return false }
         if buttonlessInAppMode {
             let parsed = advertisement.parsed
-            guard parsed.serviceUUIDs.contains(SecureDFUUUID.service) else { return false }
+            guard parsed.serviceUUIDs.contains(where: dfuServices.contains) else { return false }
             if Self.looksLikeBootloader(name: parsed.name) { return false }
         }
         return true

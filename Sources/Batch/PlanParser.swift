@@ -160,7 +160,7 @@ public enum PlanParser {
         let fields = try Fields(node, what: "'flash'")
         try fields.allow([
             "mode", "keys", "scan_timeout", "reboot_delay", "reconnect_attempts", "timeout", "unique_bootloader_names",
-            "stall_timeout",
+            "stall_timeout", "service_uuid",
         ])
         var flash = BatchPlan.FlashOptions()
         flash.mode = try fields.string("mode") ?? flash.mode
@@ -178,6 +178,12 @@ public enum PlanParser {
         flash.timeout = try fields.double("timeout", in: 0.1...3600) ?? flash.timeout
         flash.uniqueBootloaderNames = try fields.bool("unique_bootloader_names") ?? flash.uniqueBootloaderNames
         flash.stallTimeout = try fields.double("stall_timeout", in: 1...3600) ?? flash.stallTimeout
+        if let uuid = try fields.string("service_uuid") {
+            guard BluetoothUUID(uuid) != nil else {
+                throw PlanError(.badValue, line: fields.line(of: "service_uuid"), "flash.service_uuid: '\(uuid)' is not a UUID")
+            }
+            flash.serviceUUID = uuid
+        }
         return flash
     }
 

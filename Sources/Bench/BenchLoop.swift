@@ -64,7 +64,16 @@ enum BenchLoop {
 }
 
 /// The bench could not set a run up (no socket pair): the run's `error` says so.
-struct BenchSetupError: Error {
+struct BenchSetupError: CodedError, Sendable {
+    struct Code: RawRepresentable, Hashable, Sendable {
+        var rawValue: String
+        init(rawValue: String) { self.rawValue = rawValue }
+        /// No socket pair (or no device) for the run.
+        static let setup = Code(rawValue: "bench-setup")
+    }
+
+    var code: Code { .setup }
     var reason: String
     init(_ reason: String) { self.reason = reason }
+    var message: String { reason }
 }

@@ -30,16 +30,8 @@ public enum SecureBench {
 
     /// `size` pseudo-random bytes, the same bytes for a given size (SplitMix64 steps, one byte each).
     static func image(size: Int) -> [UInt8] {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(size)
-        var image = [UInt8](repeating: 0, count: size)
-        for index in image.indices {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            image[index] = UInt8(truncatingIfNeeded: z ^ (z >> 31))
-        }
-        return image
+        var random = SplitMix64(seed: 0x9E37_79B9_7F4A_7C15 ^ UInt64(size))
+        return random.bytes(size)
     }
 
     /// An application part of `size` pseudo-random bytes with an unsigned init packet the profile accepts.

@@ -4,20 +4,52 @@ import DFUPackage
 import Batch
 import GATT
 
-/// One exit status of `bledfu`: its number, a stable name, what it means, and which error codes end in it.
+/// One exit status of `bledfu`: its number, a stable name, what it means, which error codes end in it, and the
+/// attributes the commands and the docs read (which commands end with it, whether a retry can help).
 struct ExitCodeEntry: Sendable, Hashable {
+    /// Which commands end with a code.
+    struct Scope: OptionSet, Sendable, Hashable {
+        let rawValue: Int
+        /// `flash`, `resume` and the other commands that work on one device or file (`--help`'s table).
+        static let update = Scope(rawValue: 1 << 0)
+        /// `batch` (and `batch report`, `line`): the station's own exit status (`batch --help`, docs/batch.md).
+        static let batch = Scope(rawValue: 1 << 1)
+        /// A device attempt's `exit_code` in the batch log, not a command's own status.
+        static let batchAttempt = Scope(rawValue: 1 << 2)
+        /// `bench batch`.
+        static let bench = Scope(rawValue: 1 << 3)
+    }
+
+    /// What a retry of the same device with the same package can do.
+    enum Retry: Sendable, Hashable {
+        /// The cause may be gone next time (a lost link, a busy adapter, a device that did not answer).
+        case mayHelp
+        /// It fails the same way every time (the package, or the command line): `batch` does not retry it.
+        case cannotHelp
+    }
+
     let code: Int32
     let name: String
     let meaning: String
     /// The errors that map to it, as `Type.code` (`DFUError.link-lost`, `AdapterError.noAdapter`,
     /// `PackageError.invalid-archive`), or a phrase for the ones that are no error value.
     let errors: [String]
+    let scope: Scope
+    let retry: Retry
+    /// A package code (docs/packages.md's table).
+    let isPackage: Bool
 
-    init(_ code: Int32, _ name: String, _ meaning: String, _ errors: [String] = []) {
+    init(
+        _ code: Int32, _ name: String, _ meaning: String, _ errors: [String] = [], scope: Scope = .update,
+        retry: Retry = .mayHelp, package: Bool = false
+    ) {
         self.code = code
         self.name = name
         self.meaning = meaning
         self.errors = errors
+        self.scope = scope
+        self.retry = retry
+        self.isPackage = package
     }
 }
 
@@ -27,8 +59,10 @@ struct ExitCodeEntry: Sendable, Hashable {
 /// to codes by lookup in ``entries``, never by arithmetic.
 enum ExitCodeRegistry {
     static let entries: [ExitCodeEntry] = [
-        ExitCodeEntry(0, "success", "success"),
-        ExitCodeEntry(1, "failure", "other failure", ["any error without a more specific code"]),
+        ExitCodeEntry(0, "success", "success (`batch`: every device is done or skipped)", scope: [.update, .batch]),
+        ExitCodeEntry(
+            1, "failure", "other failure (also: the `--capture` file cannot be written)",
+            ["DFUError.capture", "any error without a more specific code"]),
         ExitCodeEntry(
             10, "no-bluetooth", "this kernel has no Bluetooth support (EAFNOSUPPORT)", ["AdapterError.noBluetoothInKernel"]),
         ExitCodeEntry(11, "no-adapter", "no such Bluetooth adapter", ["AdapterError.noAdapter"]),
@@ -64,18 +98,35 @@ enum ExitCodeRegistry {
             "`--name` matches several devices (they are listed; give `--device`, or `--strongest` to take the strongest)"),
         ExitCodeEntry(
             30, "invalid-archive", "the package is not a readable zip archive (or no family reads it)",
-            ["PackageError.invalid-archive", "DFUError.invalid-package"]),
-        ExitCodeEntry(31, "unsafe-entry", "a package entry name is unsafe or duplicated", ["PackageError.unsafe-entry"]),
-        ExitCodeEntry(32, "entry-too-large", "a package entry is too large (or a zip bomb)", ["PackageError.entry-too-large"]),
-        ExitCodeEntry(33, "corrupt-entry", "a package entry is corrupt (CRC, deflate)", ["PackageError.corrupt-entry"]),
-        ExitCodeEntry(34, "invalid-manifest", "the package manifest is missing or invalid", ["PackageError.invalid-manifest"]),
-        ExitCodeEntry(35, "missing-file", "the manifest names a file the package lacks", ["PackageError.missing-file"]),
-        ExitCodeEntry(36, "invalid-init-packet", "an init packet does not decode", ["PackageError.invalid-init-packet"]),
-        ExitCodeEntry(37, "image-mismatch", "an image does not match its init packet", ["PackageError.image-mismatch"]),
-        ExitCodeEntry(38, "signature-invalid", "no given key verifies a package signature", ["PackageError.signature-invalid"]),
+            ["PackageError.invalid-archive", "DFUError.invalid-package"], retry: .cannotHelp, package: true),
+        ExitCodeEntry(
+            31, "unsafe-entry", "a package entry name is unsafe or duplicated", ["PackageError.unsafe-entry"],
+            retry: .cannotHelp, package: true),
+        ExitCodeEntry(
+            32, "entry-too-large", "a package entry is too large (or a zip bomb)", ["PackageError.entry-too-large"],
+            retry: .cannotHelp, package: true),
+        ExitCodeEntry(
+            33, "corrupt-entry", "a package entry is corrupt (CRC, deflate)", ["PackageError.corrupt-entry"],
+            retry: .cannotHelp, package: true),
+        ExitCodeEntry(
+            34, "invalid-manifest", "the package manifest is missing or invalid", ["PackageError.invalid-manifest"],
+            retry: .cannotHelp, package: true),
+        ExitCodeEntry(
+            35, "missing-file", "the manifest names a file the package lacks", ["PackageError.missing-file"],
+            retry: .cannotHelp, package: true),
+        ExitCodeEntry(
+            36, "invalid-init-packet", "an init packet does not decode", ["PackageError.invalid-init-packet"],
+            retry: .cannotHelp, package: true),
+        ExitCodeEntry(
+            37, "image-mismatch", "an image does not match its init packet", ["PackageError.image-mismatch"],
+            retry: .cannotHelp, package: true),
+        ExitCodeEntry(
+            38, "signature-invalid", "no given key verifies a package signature", ["PackageError.signature-invalid"],
+            retry: .cannotHelp, package: true),
         ExitCodeEntry(
             39, "package-other", "a key file, a create input or file I/O failed (docs/packages.md)",
-            ["PackageError.invalid-key", "PackageError.invalid-input", "PackageError.io", "PackageError (other codes)"]),
+            ["PackageError.invalid-key", "PackageError.invalid-input", "PackageError.io", "PackageError (other codes)"],
+            retry: .cannotHelp, package: true),
         ExitCodeEntry(
             40, "remote", "the device refused a DFU request (result or extended error, named)",
             ["DFUError.remote", "DFUError.already-present"]),
@@ -97,46 +148,53 @@ enum ExitCodeRegistry {
             ["DFUError.protocol-violation", "DFUError.incompatible-package"]),
         // 47: a family whose device confirms an image after a reset (MCUmgr SMP test/confirm) can find the old image
         // running again; neither "refused" (40) nor "verification" (41) says that.
-        ExitCodeEntry(47, "reverted", "after the reset the device runs its old image again (reverted)", ["DFUError.reverted"]),
+        ExitCodeEntry(
+            47, "reverted", "after the reset the device runs its old image again (reverted)", ["DFUError.reverted"]),
         // 48: refused before anything was sent, from what the device tells (never "the device refused" (40): the
-        // device still runs its application and nothing reached its bootloader).
+        // device still runs its application and nothing reached its bootloader). The same device refuses the same
+        // package every time: no retry.
         ExitCodeEntry(
             48, "device-mismatch",
             "the device would refuse the package (another hardware version, a downgrade): checked before the jump, nothing sent, the device still runs its application",
-            ["DFUError.device-mismatch"]),
-        ExitCodeEntry(50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)"),
+            ["DFUError.device-mismatch"], retry: .cannotHelp),
+        ExitCodeEntry(50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)", scope: .batch),
         ExitCodeEntry(
             51, "batch-plan-invalid",
             "`batch`: the plan is invalid (its line and the reason are printed; also `connections` above what the adapter's controller carries)",
-            ["PlanError.too-many-connections"]),
-        ExitCodeEntry(52, "batch-line-stopped", "`batch`: the line stopped after the plan's number of failures"),
+            ["PlanError.too-many-connections"], scope: .batch),
+        ExitCodeEntry(
+            52, "batch-line-stopped", "`batch`: the line stopped after the plan's number of failures", scope: .batch),
         ExitCodeEntry(
             53, "batch-database",
             "`batch`: the batch log could not be opened or written (also a wrong or unreachable database URL)",
-            ["BatchLogError (other codes)"]),
-        ExitCodeEntry(54, "batch-no-devices", "`batch`: no device matched the plan"),
-        ExitCodeEntry(55, "bench-goal-missed", "`bench batch`: the parallel/alone ratio is above `--max-ratio`"),
+            ["BatchLogError (other codes)"], scope: .batch),
+        ExitCodeEntry(54, "batch-no-devices", "`batch`: no device matched the plan", scope: .batch),
+        ExitCodeEntry(
+            55, "bench-goal-missed", "`bench batch`: the parallel/alone ratio is above `--max-ratio`", scope: .bench),
         ExitCodeEntry(
             56, "batch-database-newer", "`batch`, `line`: the database has a newer schema version than this bledfu knows",
-            ["BatchLogError.newer-schema"]),
+            ["BatchLogError.newer-schema"], scope: .batch),
         ExitCodeEntry(
             57, "batch-station-name-taken", "`batch`: a live station of the line already uses this `--station` name",
-            ["BatchLogError.station-name-taken"]),
+            ["BatchLogError.station-name-taken"], scope: .batch),
         ExitCodeEntry(
             58, "batch-plan-differs", "`batch`: the plan's classes or packages differ from the line's",
-            ["BatchLogError.plan-differs"]),
+            ["BatchLogError.plan-differs"], scope: .batch),
         ExitCodeEntry(
             59, "flash-stalled",
-            "`batch`, a device's attempt (its `exit_code` in the log): its `bledfu flash` printed nothing for `flash.stall_timeout` and was killed"),
+            "`batch`, a device's attempt (its `exit_code` in the log): its `bledfu flash` printed nothing for `flash.stall_timeout` and was killed, or closed its output and did not exit within 10 s (retried while `policies.retries` allow)",
+            scope: .batchAttempt),
         ExitCodeEntry(
             60, "batch-adapter-gone",
-            "`batch`: an adapter disappeared mid-batch (unplugged: ENODEV) and devices are left pending; plug it back in and rerun"),
+            "`batch`: an adapter disappeared mid-batch (unplugged: ENODEV) and devices are left pending; plug it back in and rerun",
+            scope: .batch),
         ExitCodeEntry(
             64, "usage", "bad arguments",
-            ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option", "PackageError.invalid-options"]),
+            ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option", "PackageError.invalid-options"],
+            retry: .cannotHelp),
         ExitCodeEntry(
-            130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable)",
-            ["DFUError.stopped", "DFUError.cancelled"]),
+            130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable, a stopped `batch` finishes when rerun)",
+            ["DFUError.stopped", "DFUError.cancelled"], scope: [.update, .batch]),
     ]
 
     /// `Type.code` → exit code.
@@ -154,6 +212,18 @@ enum ExitCodeRegistry {
     }
 
     static let failure: Int32 = 1
+
+    /// The entry of exit code `code`.
+    static func entry(_ code: Int32) -> ExitCodeEntry? { entries.first { $0.code == code } }
+
+    /// Whether retrying the same device with the same package can end otherwise (false for a package or a command
+    /// line that is refused as such; an unknown code may help).
+    static func retryMayHelp(_ code: Int32) -> Bool { entry(code)?.retry != .cannotHelp }
+
+    /// The name of exit code `code` ("failure" for a code the registry does not have).
+    static func name(of code: Int32) -> String {
+        entries.first { $0.code == code }?.name ?? "failure"
+    }
 
     static func code(for error: AdapterError) -> Int32 { byError["AdapterError.\(error.code)"] ?? failure }
 
@@ -192,8 +262,22 @@ enum ExitCodeRegistry {
         (["| code | meaning |", "|---|---|"] + entries.map { "| \($0.code) | \($0.meaning) |" }).joined(separator: "\n")
     }
 
+    /// docs/batch.md's table: the codes `batch` ends with, and a device attempt's own (code | name | meaning).
+    static var batchTable: String {
+        let rows = entries.filter { !$0.scope.isDisjoint(with: [.batch, .batchAttempt]) }.map { entry in
+            let meaning = entry.scope == .batchAttempt ? "not the batch's own code: \(entry.meaning)" : entry.meaning
+            return "| \(entry.code) | `\(entry.name)` | \(meaning) |"
+        }
+        return (["| code | name | meaning |", "|---|---|---|"] + rows).joined(separator: "\n")
+    }
+
+    /// docs/packages.md's table: the package codes (code | name | meaning | errors).
+    static var packageTable: String { table(entries.filter(\.isPackage)) }
+
     /// docs/exit-codes.md's table (code | name | meaning | errors).
-    static var docsTable: String {
+    static var docsTable: String { table(entries) }
+
+    private static func table(_ entries: [ExitCodeEntry]) -> String {
         let rows = entries.map { entry in
             let errors = entry.errors.map { $0.contains(".") ? "`\($0)`" : $0 }.joined(separator: ", ")
             return "| \(entry.code) | `\(entry.name)` | \(entry.meaning) | \(errors) |"

@@ -47,8 +47,15 @@ public enum BledfuExit {
     static func code(for error: AdapterError) -> Int32 { ExitCodeRegistry.code(for: error) }
 }
 
-/// An error the CLI reports as one line with its exit code.
-public struct CLIError: Error, CustomStringConvertible, Sendable {
+/// An error the CLI reports as one line with its exit code. Its ``code`` is the exit code's name in
+/// ``ExitCodeRegistry`` ("no-adapter", "usage").
+public struct CLIError: CodedError, Sendable {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+    }
+
+    public var code: Code { Code(rawValue: ExitCodeRegistry.name(of: exitCode)) }
     public var message: String
     public var exitCode: Int32
 
@@ -76,7 +83,7 @@ enum FlashExit {
     static let reverted = ExitCodeRegistry.code("reverted")
 
     /// The codes `flash` and `resume` end with.
-    static let codes: [Int32] = ExitCodeRegistry.entries.map(\.code).filter { !(50...59).contains($0) }
+    static let codes: [Int32] = ExitCodeRegistry.entries.filter { $0.scope.contains(.update) }.map(\.code)
 
     static var helpText: String { "Exit codes:\n" + ExitCodeRegistry.helpLines(codes) }
 

@@ -209,7 +209,7 @@ final class CaptureHook: Sendable {
                     writer = created
                     return created
                 } catch {
-                    throw DFUError(DFUError.Code("capture"), "cannot write capture file \(path): \(error)", cause: error)
+                    throw DFUError(.capture, "cannot write capture file \(path): \(error)", cause: error)
                 }
             }
             observers.append(opened.link(peer: bearer.linkInfo.peer, connectionHandle: bearer.linkInfo.connectionHandle))

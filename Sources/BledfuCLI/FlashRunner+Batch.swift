@@ -75,6 +75,7 @@ struct ProcessFlasher: DeviceFlasher {
         ]
         for key in job.options.keys { arguments += ["--key", key] }
         if let name = job.bootloaderName { arguments += ["--bootloader-name", name] }
+        if let uuid = job.options.serviceUUID { arguments += ["--service-uuid", uuid] }
         return arguments
     }
 }
@@ -148,9 +149,7 @@ final class FlashEventParser: Sendable {
             let code = result?.exitCode.map { Int32(clamping: $0) } ?? exitStatus
             let message = result?.message ?? box.lastError ?? "bledfu flash exited with \(exitStatus) (see \(logPath))"
             // A package the device or the flash rejects as such fails the same way every time.
-            // A package the device would refuse (checked before the jump) stays refused: no retry.
-            let permanent =
-                (30...39).contains(code) || code == BledfuExit.usage || code == ExitCodeRegistry.code("device-mismatch")
+            let permanent = !ExitCodeRegistry.retryMayHelp(code)
             var outcome = FlashOutcome(
                 success: false, error: "\(message) [exit \(code)]", exitCode: code, bytes: bytes, resends: resent, retryable: !permanent)
             outcome.interrupted = code == BledfuExit.interrupted

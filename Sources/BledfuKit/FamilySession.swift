@@ -21,6 +21,8 @@ protocol FamilySession: Sendable {
     var displayName: String { get }
     /// Why the family cannot take the package (nil: it planned it).
     var planError: DFUError? { get }
+    /// The plan, for ``Updater/plan(_:family:options:families:)`` (nil: the family did not plan it).
+    var plannedSummary: UpdatePlan? { get }
     /// Emits the plan's warnings (once).
     func reportPlan(_ flow: UpdateFlow)
     func probe(_ services: [GATTService], on link: DFULink, context: UpdateContext) async throws(DFUError) -> FamilyProbe
@@ -55,6 +57,7 @@ final class TypedFamilySession<F: DFUFamily>: FamilySession {
     var id: DFUFamilyID { family.id }
     var displayName: String { family.displayName }
     var planError: DFUError? { if case .failure(let error) = plan { error } else { nil } }
+    var plannedSummary: UpdatePlan? { if case .success(let plan) = plan { UpdatePlan(plan) } else { nil } }
 
     func reportPlan(_ flow: UpdateFlow) {
         guard case .success(let plan) = plan, !reported.withLock({ $0 }) else { return }

@@ -54,77 +54,98 @@ struct PartLoop<F: DFUFamily> {
     }
 
     mutating func run() async throws(DFUError) -> String? {
-        let count = plan.parts.count
-        while partIndex < count {
+        while partIndex < plan.parts.count {
             let part = plan.parts[partIndex]
-            var after: PartOutcome.After?
-            if connection == nil, unconfirmed {
-                // The last step went unacknowledged: the device runs its application if it took effect.
-                unconfirmed = false
-                switch try await flow.confirmInstalled(
-                    location.merged(with: application), session: session, expectedVersion: part.applicationVersion)
-                {
-                case .updater(let link):
-                    connection = link
-                    flow.meter.countLinkLoss()  // still in the updater: the step never arrived
-                case .installed:
-                    flow.emit(.message("\(part.name): the device restarted into its application: the last step took effect"))
-                    after = .resets(location)
-                case .otherApplication(let shown):
-                    // A dual-bank device that lost power boots its old application: jump again and go on.
-                    let loss = DFUError(
-                        .linkLost,
-                        "\(part.name): the device restarted into application version \(shown), not "
-                            + "\(part.applicationVersion.map(String.init) ?? "?"): the last step did not take effect",
-                        family: family.id)
-                    flow.meter.countLinkLoss()
-                    guard budget.linkLost(progressed: false) else { throw loss }
-                    flow.emit(.warning("\(loss.message); updating again"))
-                    lastLoss = loss
-                    continue
-                }
-            }
+            var after = try await confirmUnacknowledged(part)
             if after == nil {
-                if connection == nil {
-                    // The device may come back in its updater, or in its application (a power loss on a dual-bank
-                    // device boots the old application): look at both places.
-                    // The unique name a jump asked for stays a place to look (it is not in the link's peer).
-                    let opened = try await flow.reconnect(
-                        location.merged(with: application), after: lastLoss, session: session)
-                    connection = opened.link
-                    location = opened.location.merged(with: DeviceLocation(addresses: [], names: location.names))
-                }
-                guard let link = connection else { continue }
-                let before = journal.confirmedBytes
-                do {
-                    let outcome = try await upload(part, on: link)
-                    after = outcome.after
-                    if let summary = outcome.summary { notes.append("\(part.name): \(summary)") }
-                } catch {
-                    connection = nil
-                    if let refused = refusal(error, part: part) {
-                        // Never strand the device: out of the updater, and say where it is.
-                        throw await flow.leaveUpdater(after: refused, link: link, session: session, application: application)
-                    }
-                    await link.close()
-                    try await failed(error, part: part, confirmedBefore: before)
-                    continue
-                }
+                guard let sent = try await send(part) else { continue }
+                after = sent
             }
-            flow.emit(.partCompleted(part: partIndex + 1, name: part.name))
-            partIndex += 1
-            budget = ReconnectBudget(policy: budget.policy)
-            lastLoss = nil
-            journal = await flow.freshJournal(family: family.id, partIndex: partIndex)
-            if partIndex < count { await flow.saveJournal(journal) }
-            if case .resets(let next)? = after {
-                // The device resets into its updater or, after a system part, into the application (then jump).
-                await connection?.close()
-                connection = nil
-                location = next.merged(with: application)
-                if partIndex < count { try await flow.pause(options.rebootDelay) }
-            }
+            try await partDone(part, after: after)
         }
+        return try await finish()
+    }
+
+    /// When the last step of a part went unacknowledged and the link is down: looks at the device. Returns where
+    /// it went when the step took effect (it restarted into its application); nil to send the part (again).
+    mutating func confirmUnacknowledged(_ part: F.Part) async throws(DFUError) -> PartOutcome.After? {
+        guard connection == nil, unconfirmed else { return nil }
+        unconfirmed = false
+        switch try await flow.confirmInstalled(
+            location.merged(with: application), session: session, expectedVersion: part.applicationVersion)
+        {
+        case .updater(let link):
+            connection = link
+            flow.meter.countLinkLoss()  // still in the updater: the step never arrived
+            return nil
+        case .installed:
+            flow.emit(.message("\(part.name): the device restarted into its application: the last step took effect"))
+            return .resets(location)
+        case .otherApplication(let shown):
+            // A dual-bank device that lost power boots its old application: jump again and send again.
+            let loss = DFUError(
+                .linkLost,
+                "\(part.name): the device restarted into application version \(shown), not "
+                    + "\(part.applicationVersion.map(String.init) ?? "?"): the last step did not take effect",
+                family: family.id)
+            flow.meter.countLinkLoss()
+            guard budget.linkLost(progressed: false) else { throw loss }
+            flow.emit(.warning("\(loss.message); updating again"))
+            lastLoss = loss
+            return nil
+        }
+    }
+
+    /// Sends `part` over the link, reconnecting first when there is none. Returns what happens to the device next,
+    /// or nil when the part failed in a way the loop retries (the link is then closed). A part the updater refused
+    /// for good ends the update, with the device brought out of the updater where the family can.
+    mutating func send(_ part: F.Part) async throws(DFUError) -> PartOutcome.After? {
+        if connection == nil {
+            // The device may come back in its updater, or in its application (a power loss on a dual-bank device
+            // boots the old application): look at both places. The unique name a jump asked for stays a place to
+            // look (it is not in the link's peer).
+            let opened = try await flow.reconnect(location.merged(with: application), after: lastLoss, session: session)
+            connection = opened.link
+            location = opened.location.merged(with: DeviceLocation(addresses: [], names: location.names))
+        }
+        guard let link = connection else { return nil }
+        let before = journal.confirmedBytes
+        do {
+            let outcome = try await upload(part, on: link)
+            if let summary = outcome.summary { notes.append("\(part.name): \(summary)") }
+            return outcome.after
+        } catch {
+            connection = nil
+            if let refused = refusal(error, part: part) {
+                // Never strand the device: out of the updater, and say where it is.
+                throw await flow.leaveUpdater(after: refused, link: link, session: session, application: application)
+            }
+            await link.close()
+            try await failed(error, part: part, confirmedBefore: before)
+            return nil
+        }
+    }
+
+    /// A part is on the device: the next part's journal, and, when the device resets, where to find it.
+    mutating func partDone(_ part: F.Part, after: PartOutcome.After?) async throws(DFUError) {
+        let count = plan.parts.count
+        flow.emit(.partCompleted(part: partIndex + 1, name: part.name))
+        partIndex += 1
+        budget = ReconnectBudget(policy: budget.policy)
+        lastLoss = nil
+        journal = await flow.freshJournal(family: family.id, partIndex: partIndex)
+        if partIndex < count { await flow.saveJournal(journal) }
+        if case .resets(let next)? = after {
+            // The device resets into its updater or, after a system part, into the application (then jump).
+            await connection?.close()
+            connection = nil
+            location = next.merged(with: application)
+            if partIndex < count { try await flow.pause(options.rebootDelay) }
+        }
+    }
+
+    /// After the last part: the family's finish; the parts' notes and the finish's summary, joined by "; ".
+    mutating func finish() async throws(DFUError) -> String? {
         let finished: FinishOutcome
         do {
             finished = try await family.finish(

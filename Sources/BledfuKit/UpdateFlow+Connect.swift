@@ -71,12 +71,14 @@ extension UpdateFlow {
         }
     }
 
-    /// Scans for the device at `location` (by name or address) for up to the scan timeout and connects to it;
-    /// connects to the addresses directly when scanning fails (scanning may need privileges connecting does not).
+    /// Scans for the device at `location` (by name or address) for up to the scan timeout (or the location's longer
+    /// ``DeviceLocation/searchTime``) and connects to it; connects to the addresses directly when scanning fails
+    /// (scanning may need privileges connecting does not).
     func findAndConnect(_ location: DeviceLocation, notFound: DFUError.Code) async throws(DFUError)
         -> (link: DFULink, peer: PeerAddress)
     {
-        let deadline = clock.now.advanced(by: request.scanTimeout)
+        let searchTime = max(request.scanTimeout, location.searchTime ?? .zero)
+        let deadline = clock.now.advanced(by: searchTime)
         var lastError: DFUError?
         var seen: [String] = []  // what did advertise meanwhile, for the message when the updater is not found
         while clock.now < deadline {
@@ -114,7 +116,7 @@ extension UpdateFlow {
         }
         throw DFUError(
             notFound,
-            "no DFU updater found (\(location)) within \(Self.seconds(request.scanTimeout)) s ("
+            "no DFU updater found (\(location)) within \(Self.seconds(searchTime)) s ("
                 + (seen.isEmpty ? "nothing advertised" : "advertising meanwhile: " + seen.joined(separator: ", ")) + ")"
                 + (lastError.map { ": \($0.message)" } ?? ""),
             cause: lastError)

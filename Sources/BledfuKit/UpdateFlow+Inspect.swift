@@ -63,7 +63,7 @@ extension UpdateFlow {
                 throw DFUError(.unknownFamily, "no family '\(wanted)' is registered (available: \(known))")
             }
         }
-        return families.map { makeSession($0) }
+        return families.map { Updater.session($0, package: request.package, options: request.options) }
     }
 
     /// The device at its address; when it is not there, where it will be (`applicationOnly`: it reboots, so wait for

@@ -78,32 +78,11 @@ actor UpdateFlow {
     /// Every candidate family with its plan of the package (or why it has none). Throws when no family can plan
     /// it: the most telling error (a malformed package before "another family's package").
     func planAll() throws(DFUError) -> [any FamilySession] {
-        var families = updater.families
-        if let wanted = request.family {
-            families = families.filter { $0.id == wanted }
-            guard !families.isEmpty else {
-                let known = updater.families.map(\.id.rawValue).joined(separator: ", ")
-                throw DFUError(.unknownFamily, "no family '\(wanted)' is registered (available: \(known))")
-            }
-        }
-        let sessions = families.map { makeSession($0) }
+        let sessions = try Updater.sessions(
+            request.package, family: request.family, options: request.options, families: updater.families)
         let planned = sessions.filter { $0.planError == nil }
-        guard !planned.isEmpty else {
-            let errors = sessions.compactMap(\.planError)
-            // The package's own family refused it (broken, unverified) or refused an option (`--mode`, a setting).
-            if let invalid = errors.first(where: { $0.code == .invalidPackage || $0.code == .invalidOption }) { throw invalid }
-            // A family forced by `--family` said "not mine": another family's package (DFUFamily.plan's contract).
-            if request.family != nil, errors.count == 1 { throw errors[0] }
-            // Every family says "not mine": a package none of them reads is an invalid package.
-            throw DFUError(
-                .invalidPackage, errors.map(\.message).joined(separator: "; "), cause: errors.count == 1 ? errors[0] : nil)
-        }
         if planned.count == 1 { planned[0].reportPlan(self) }
         return sessions
-    }
-
-    nonisolated func makeSession<F: DFUFamily>(_ family: F) -> any FamilySession {
-        TypedFamilySession(family: family, package: request.package, options: request.options)
     }
 
     // MARK: Journal

@@ -1,7 +1,6 @@
 import BLECore
 import DFUCore
 import Logging
-import SecureDFU
 
 /// Updates the firmware of BLE devices: one ``start(_:)`` per device, any family the updater knows.
 ///

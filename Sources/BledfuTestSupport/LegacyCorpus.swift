@@ -8,8 +8,18 @@ import LegacyDFU
 /// Legacy device each one fits. Used by the engine's corpus test (LegacyDFUTests) and by the updater's
 /// (BledfuKitTests). Without the corpus the tests are skipped, visibly; under `CI=true` they run and fail.
 public enum LegacyCorpus {
-    public struct Missing: Error, CustomStringConvertible {
-        public var description: String
+    public struct Missing: CodedError, Sendable {
+        public struct Code: RawRepresentable, Hashable, Sendable {
+            public var rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+            /// The corpus lacks a file or a record lacks a field.
+            public static let missing = Code(rawValue: "corpus-missing")
+        }
+
+        public var code: Code { .missing }
+        public var message: String
+        public init(description: String) { message = description }
+        public var description: String { message }
     }
 
     /// The devices' address (as the engine tests' fixture).
@@ -36,19 +46,27 @@ public enum LegacyCorpus {
     /// relative to the corpus, the zip's bytes, the decoded package.
     public static func legacyPackages() throws -> [(name: String, bytes: [UInt8], package: FirmwarePackage)] {
         let data = try Data(contentsOf: root.appendingPathComponent("expected-decodes.json"))
-        guard let records = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
-            throw Missing(description: "expected-decodes.json is not a list of records")
-        }
+        let records = try JSONDecoder().decode([Record].self, from: data)
         var out: [(String, [UInt8], FirmwarePackage)] = []
         for record in records {
-            let images = record["images"] as? [[String: Any]] ?? []
-            guard images.contains(where: { ($0["init_packet"] as? [String: Any])?["format"] as? String == "legacy" }) else { continue }
-            guard let path = record["package"] as? String else { throw Missing(description: "a record without its package") }
+            guard (record.images ?? []).contains(where: { $0.initPacket?.format == "legacy" }) else { continue }
+            guard let path = record.package else { throw Missing(description: "a record without its package") }
             let relative = path.hasPrefix("public/") ? String(path.dropFirst("public/".count)) : path
             let url = root.appendingPathComponent(relative)
             out.append((relative, Array(try Data(contentsOf: url)), try FirmwarePackage(contentsOf: url)))
         }
         return out
+    }
+
+    /// One record of `expected-decodes.json`: the fields the tests read (the file has more).
+    struct Record: Decodable {
+        struct Image: Decodable {
+            struct InitPacket: Decodable { var format: String? }
+            var initPacket: InitPacket?
+            enum CodingKeys: String, CodingKey { case initPacket = "init_packet" }
+        }
+        var package: String?
+        var images: [Image]?
     }
 
     /// SoftDevices by FWID: where the application starts after them (`SD_SIZE_GET`).

@@ -2,6 +2,7 @@ import BLECore
 import DFUSimulator
 import GATT
 import Synchronization
+import TestDoubles
 import VirtualRadio
 
 /// A ``BLEAdapter`` over virtual devices in this process: a scan reports each device's current advertisement,

@@ -1,7 +1,9 @@
+import BLECore
+
 /// Why bytes are not one CBOR item. Truncated input (a prefix of something that could be well-formed) is told
 /// apart from malformed input (RFC 8949 §1.2 "well-formed"), so a reassembler can wait for more bytes in the first
-/// case and give up in the second. Equality is on ``code``.
-public struct CBORError: Error, Hashable, Sendable, CustomStringConvertible {
+/// case and give up in the second. A ``CodedError``: equality is on ``code``.
+public struct CBORError: CodedError, Sendable {
     /// Open code space.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
@@ -28,7 +30,6 @@ public struct CBORError: Error, Hashable, Sendable, CustomStringConvertible {
         self.offset = offset
     }
 
-    public static func == (lhs: CBORError, rhs: CBORError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var message: String { "at offset \(offset): \(reason)" }
     public var description: String { "CBOR \(code) at offset \(offset): \(reason)" }
 }

@@ -56,6 +56,8 @@ public struct DFUError: CodedError, Sendable {
         /// a downgrade, another SoftDevice): refused before the jump, nothing sent, the device still runs its
         /// application (``PackageAssessment``).
         public static let deviceMismatch = Code("device-mismatch")
+        /// A bearer wrapper could not start (the CLI's `--capture` file cannot be created or written).
+        public static let capture = Code("capture")
 
         public var description: String { rawValue }
 

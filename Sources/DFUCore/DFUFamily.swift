@@ -20,6 +20,17 @@ public protocol DFUFamily: Sendable {
     var id: DFUFamilyID { get }
     /// For people: "Secure DFU".
     var displayName: String { get }
+    /// The primary services that name this family's devices, in an advertisement or on a connection (Secure DFU:
+    /// FE59). `bledfu scan` and a line's discovery ask the families for them; no code above the families lists a
+    /// DFU service.
+    var advertisedServices: [BluetoothUUID] { get }
+    /// Whether an advertisement with these service UUIDs and this name is this family's device. By default: it
+    /// lists one of ``advertisedServices`` (Legacy DFU also knows its bootloaders' names: they advertise no service).
+    func advertises(services: [BluetoothUUID], name: String?) -> Bool
+    /// The family's settings (``UpdateOptions/settings`` keys) that a command-line option sets, by the option's
+    /// name without dashes (SMP: `confirm` → `smp.confirm`). The CLI maps its options through this; it names no
+    /// family's setting itself. Empty by default.
+    var optionSettings: [String: String] { get }
 
     /// Turns a package into this family's parts, in sending order, keeping only `options.scope`. Throws
     /// ``DFUError/Code/incompatiblePackage`` with one clear line for a package of another family ("app.zip is a
@@ -70,6 +81,12 @@ public protocol DFUFamily: Sendable {
 }
 
 extension DFUFamily {
+    public var optionSettings: [String: String] { [:] }
+
+    public func advertises(services: [BluetoothUUID], name: String?) -> Bool {
+        advertisedServices.contains(where: services.contains)
+    }
+
     public func updaterLocation(forApplicationAt peer: PeerAddress, options: UpdateOptions) -> DeviceLocation? { nil }
 
     public func finish(_ plan: FamilyPlan<Part>, on link: DFULink?, location: DeviceLocation, context: UpdateContext)

@@ -15,6 +15,10 @@ public struct DeviceLocation: Sendable, Hashable, Codable, CustomStringConvertib
     public var addressType: AddressType
     /// Advertised service UUIDs that identify the device (empty: any).
     public var serviceUUIDs: [BluetoothUUID]
+    /// How long the updater may look for the device at most, when that is longer than the update's scan timeout (a
+    /// device that resets and swaps images first: SMP's reboot timeout). The updater waits on advertisements for
+    /// it, on its clock; nil: the scan timeout.
+    public var searchTime: Duration?
 
     public init(
         addresses: [BluetoothAddress], names: [String] = [], addressType: AddressType = .random,
@@ -37,6 +41,7 @@ public struct DeviceLocation: Sendable, Hashable, Codable, CustomStringConvertib
         for address in other.addresses where !copy.addresses.contains(address) { copy.addresses.append(address) }
         for name in other.names where !copy.names.contains(name) { copy.names.append(name) }
         for uuid in other.serviceUUIDs where !copy.serviceUUIDs.contains(uuid) { copy.serviceUUIDs.append(uuid) }
+        if let time = other.searchTime { copy.searchTime = max(copy.searchTime ?? time, time) }
         return copy
     }
 

@@ -89,11 +89,16 @@ public struct FamilyPlan<Part: UpdatePart>: Sendable {
     public var parts: [Part]
     /// Non-fatal findings about the package (unknown manifest keys, …); the updater reports them as warnings.
     public var warnings: [String]
+    /// The application version the package installs, as a device reports it in its Firmware Revision string
+    /// (Secure: the init command's `fw_version`; Legacy: the init packet's application version), for a line's
+    /// "skip a device that already runs it" rule; nil when the family has no such number.
+    public var targetVersion: UInt32?
 
-    public init(family: DFUFamilyID, parts: [Part], warnings: [String] = []) {
+    public init(family: DFUFamilyID, parts: [Part], warnings: [String] = [], targetVersion: UInt32? = nil) {
         self.family = family
         self.parts = parts
         self.warnings = warnings
+        self.targetVersion = targetVersion
     }
 
     /// Image bytes over all parts.

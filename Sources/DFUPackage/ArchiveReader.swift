@@ -45,10 +45,6 @@ enum ArchiveReader {
         var files: [String: [UInt8]]
     }
 
-    private struct Bound: Error {
-        var message: String
-    }
-
     static func read(_ data: Data, limits: ArchiveLimits) throws(PackageError) -> Contents {
         guard data.count <= limits.maxArchiveSize else {
             throw PackageError(.entryTooLarge, "archive is \(data.count) bytes, more than the \(limits.maxArchiveSize)-byte limit")
@@ -104,12 +100,12 @@ enum ArchiveReader {
         do {
             _ = try archive.extract(entry, skipCRC32: false) { chunk in
                 guard bytes.count + chunk.count <= declared else {
-                    throw Bound(message: "entry '\(entry.path)' inflates past its declared \(declared) bytes")
+                    throw PackageError(.corruptEntry, "entry '\(entry.path)' inflates past its declared \(declared) bytes")
                 }
                 bytes.append(contentsOf: chunk)
             }
-        } catch let error as Bound {
-            throw PackageError(.corruptEntry, error.message)
+        } catch let error as PackageError {
+            throw error
         } catch Archive.ArchiveError.invalidCRC32 {
             throw PackageError(.corruptEntry, "entry '\(entry.path)' fails its CRC-32 check")
         } catch {

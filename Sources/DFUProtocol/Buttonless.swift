@@ -20,6 +20,51 @@ public enum SecureDFUUUID {
     }
 }
 
+/// The UUIDs a Secure DFU device uses: the standard ones (``standard``), or those of a device whose vendor moved the
+/// service or its characteristics (issue 20). Codable as `{"service": "…", "control_point": "…", "packet": "…",
+/// "buttonless": "…", "buttonless_bonded": "…"}`; a missing key keeps the standard UUID.
+public struct SecureDFUUUIDs: Hashable, Sendable, Codable {
+    public var service: BluetoothUUID
+    public var controlPoint: BluetoothUUID
+    public var packet: BluetoothUUID
+    public var buttonlessWithoutBonds: BluetoothUUID
+    public var buttonlessWithBonds: BluetoothUUID
+
+    public static let standard = SecureDFUUUIDs()
+
+    public init(
+        service: BluetoothUUID = SecureDFUUUID.service, controlPoint: BluetoothUUID = SecureDFUUUID.controlPoint,
+        packet: BluetoothUUID = SecureDFUUUID.packet,
+        buttonlessWithoutBonds: BluetoothUUID = SecureDFUUUID.buttonlessWithoutBonds,
+        buttonlessWithBonds: BluetoothUUID = SecureDFUUUID.buttonlessWithBonds
+    ) {
+        self.service = service
+        self.controlPoint = controlPoint
+        self.packet = packet
+        self.buttonlessWithoutBonds = buttonlessWithoutBonds
+        self.buttonlessWithBonds = buttonlessWithBonds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case service, packet
+        case controlPoint = "control_point"
+        case buttonlessWithoutBonds = "buttonless"
+        case buttonlessWithBonds = "buttonless_bonded"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let standard = SecureDFUUUIDs()
+        service = try container.decodeIfPresent(BluetoothUUID.self, forKey: .service) ?? standard.service
+        controlPoint = try container.decodeIfPresent(BluetoothUUID.self, forKey: .controlPoint) ?? standard.controlPoint
+        packet = try container.decodeIfPresent(BluetoothUUID.self, forKey: .packet) ?? standard.packet
+        buttonlessWithoutBonds =
+            try container.decodeIfPresent(BluetoothUUID.self, forKey: .buttonlessWithoutBonds) ?? standard.buttonlessWithoutBonds
+        buttonlessWithBonds =
+            try container.decodeIfPresent(BluetoothUUID.self, forKey: .buttonlessWithBonds) ?? standard.buttonlessWithBonds
+    }
+}
+
 /// A request to a buttonless DFU characteristic (SDK `ble_dfu.c`).
 ///
 ///     Enter bootloader        01

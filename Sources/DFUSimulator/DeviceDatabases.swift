@@ -78,13 +78,13 @@ enum DeviceDatabases {
                     GATTCharacteristicDefinition(
                         uuid: SimulatorUUID.demoCounter, properties: [.read, .notify], value: [0, 0, 0, 0])
                 ]))
-        if let buttonless = buttonlessUUID(profile.buttonless) {
+        if let buttonless = buttonlessUUID(profile.buttonless, uuids: profile.dfuUUIDs) {
             // ble_dfu_bonded.c ble_dfu_buttonless_char_add: value and CCCD writes need SEC_JUST_WORKS (encrypted).
             let permissions: GATTPermissions =
                 profile.requiresBonds ? [.write, .encryptionRequired, .encryptedConfiguration] : [.write]
             services.append(
                 GATTServiceDefinition(
-                    uuid: SecureDFUUUID.service,
+                    uuid: profile.dfuUUIDs.service,
                     characteristics: [
                         GATTCharacteristicDefinition(
                             uuid: buttonless, properties: [.write, .indicate], permissions: permissions)
@@ -93,29 +93,29 @@ enum DeviceDatabases {
         return GATTDatabase(services: services)
     }
 
-    static func buttonlessUUID(_ kind: ButtonlessKind) -> BluetoothUUID? {
+    static func buttonlessUUID(_ kind: ButtonlessKind, uuids: SecureDFUUUIDs) -> BluetoothUUID? {
         switch kind {
         case .none: nil
-        case .unbonded: SecureDFUUUID.buttonlessWithoutBonds
-        case .bonded: SecureDFUUUID.buttonlessWithBonds
+        case .unbonded: uuids.buttonlessWithoutBonds
+        case .bonded: uuids.buttonlessWithBonds
         }
     }
 
     /// Bootloader mode: common services and FE59 with Control Point (write, notify) and Packet (write without
     /// response only, as `dfu_pkt_char_add` declares it). With `NRF_DFU_BLE_REQUIRES_BONDS` both values need an
     /// encrypted link (`write_perm` `sm = 1, lv = 2`); the Control Point's CCCD stays open (no `p_cccd_md`).
-    static func bootloader(name: String, requiresBonds: Bool = false) -> GATTDatabase {
+    static func bootloader(name: String, requiresBonds: Bool = false, uuids: SecureDFUUUIDs = .standard) -> GATTDatabase {
         var services = common(name: name)
         let secured: GATTPermissions = requiresBonds ? [.encryptionRequired] : []
         services.append(
             GATTServiceDefinition(
-                uuid: SecureDFUUUID.service,
+                uuid: uuids.service,
                 characteristics: [
                     GATTCharacteristicDefinition(
-                        uuid: SecureDFUUUID.controlPoint, properties: [.write, .notify],
+                        uuid: uuids.controlPoint, properties: [.write, .notify],
                         permissions: secured.union(.write)),
                     GATTCharacteristicDefinition(
-                        uuid: SecureDFUUUID.packet, properties: [.writeWithoutResponse],
+                        uuid: uuids.packet, properties: [.writeWithoutResponse],
                         permissions: secured.union(.write)),
                 ]))
         return GATTDatabase(services: services)

@@ -19,10 +19,11 @@ final class DeviceDelegate: GATTServerDelegate {
     init(device: VirtualDevice, database: GATTDatabase, mode: DeviceMode) {
         self.device = device
         self.mode = mode
-        controlPoint = database.handle(of: SecureDFUUUID.controlPoint, in: SecureDFUUUID.service)
-        packet = database.handle(of: SecureDFUUUID.packet, in: SecureDFUUUID.service)
-        let buttonlessUUID = DeviceDatabases.buttonlessUUID(device.profile.buttonless)
-        buttonless = buttonlessUUID.flatMap { database.handle(of: $0, in: SecureDFUUUID.service) }
+        let uuids = device.profile.dfuUUIDs
+        controlPoint = database.handle(of: uuids.controlPoint, in: uuids.service)
+        packet = database.handle(of: uuids.packet, in: uuids.service)
+        let buttonlessUUID = DeviceDatabases.buttonlessUUID(device.profile.buttonless, uuids: uuids)
+        buttonless = buttonlessUUID.flatMap { database.handle(of: $0, in: uuids.service) }
         counter = database.handle(of: SimulatorUUID.demoCounter, in: SimulatorUUID.demoService)
         firmwareRevision = database.handle(of: SimulatorUUID.firmwareRevision, in: SimulatorUUID.deviceInformation)
     }

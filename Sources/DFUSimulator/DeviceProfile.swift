@@ -1,4 +1,5 @@
 import BLECore
+import DFUProtocol
 
 /// Which buttonless characteristic the application exposes inside FE59.
 public enum ButtonlessKind: String, Codable, Sendable, Hashable, CaseIterable {
@@ -154,9 +155,16 @@ public struct DeviceProfile: Codable, Sendable, Hashable {
     public var flash: FlashParameters
     /// Divides every modelled duration (air time, flash time). 1 = real time.
     public var speedup: Double
+    /// The DFU service and characteristic UUIDs when the vendor moved them (`dfu_uuids`; nil: the standard FE59
+    /// and 8EC9000x ones).
+    public var uuids: SecureDFUUUIDs?
+
+    /// The UUIDs the device serves.
+    public var dfuUUIDs: SecureDFUUUIDs { uuids ?? .standard }
 
     enum CodingKeys: String, CodingKey {
         case name, chip, address, buttonless, installed, link, flash, speedup
+        case uuids = "dfu_uuids"
         case sdkVersion = "sdk_version"
         case addressType = "address_type"
         case hwVersion = "hw_version"
@@ -175,7 +183,8 @@ public struct DeviceProfile: Codable, Sendable, Hashable {
         requireSignedApp: Bool = true, publicKeys: [String] = [],
         installed: InstalledImages = InstalledImages(
             application: InstalledImage(version: 1), bootloader: InstalledImage(version: 1), softdevice: nil),
-        link: LinkParameters = LinkParameters(), flash: FlashParameters = FlashParameters(), speedup: Double = 1
+        link: LinkParameters = LinkParameters(), flash: FlashParameters = FlashParameters(), speedup: Double = 1,
+        uuids: SecureDFUUUIDs? = nil
     ) {
         self.name = name
         self.chip = chip
@@ -193,6 +202,7 @@ public struct DeviceProfile: Codable, Sendable, Hashable {
         self.link = link
         self.flash = flash
         self.speedup = speedup
+        self.uuids = uuids
     }
 
     /// `INIT_COMMAND_MAX_SIZE`: 256 for SDK 12-14 (settings v1), 512 from SDK 15.

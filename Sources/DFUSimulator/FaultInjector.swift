@@ -1,3 +1,5 @@
+import BLECore
+
 /// One fault that fired, for the device state's fault log.
 public struct FaultRecord: Codable, Sendable, Hashable, CustomStringConvertible {
     /// "disconnect", "power-loss", "stall", "reject", "drop", "corrupt-flash".
@@ -25,20 +27,6 @@ public struct FaultRecord: Codable, Sendable, Hashable, CustomStringConvertible 
     public var description: String { "\(kind) (\(trigger)) at \(bytesReceived) bytes, t=\(atMilliseconds) ms" }
 }
 
-/// SplitMix64: a small deterministic generator for the random faults.
-struct SplitMix64: Sendable, Hashable {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-}
-
 /// The runtime side of a `FaultPlan`: which triggers fired, step counters, the generator, the log.
 struct FaultInjector: Sendable {
     let plan: FaultPlan
@@ -50,7 +38,7 @@ struct FaultInjector: Sendable {
 
     init(plan: FaultPlan) {
         self.plan = plan
-        rng = SplitMix64(state: plan.seed)
+        rng = SplitMix64(seed: plan.seed)
         fired = Array(repeating: false, count: plan.triggers.count)
         matches = Array(repeating: 0, count: plan.triggers.count)
     }

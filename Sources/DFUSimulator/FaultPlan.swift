@@ -1,3 +1,5 @@
+import BLECore
+
 /// What a triggered fault does.
 public enum FaultAction: String, Codable, Sendable, Hashable {
     /// Drop the link (the bootloader sees a disconnect and reloads its settings).
@@ -186,9 +188,18 @@ public struct FaultPlan: Codable, Sendable, Hashable {
 }
 
 /// A fault plan that cannot be parsed.
-public struct FaultPlanError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct FaultPlanError: CodedError, Sendable {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The text is not a fault plan (an unknown key, a value out of range).
+        public static let invalidPlan = Code(rawValue: "invalid-fault-plan")
+    }
+
+    public var code: Code { .invalidPlan }
     public var reason: String
     public init(_ reason: String) { self.reason = reason }
+    public var message: String { reason }
     public var description: String { "fault plan: \(reason)" }
 }
 

@@ -122,7 +122,7 @@ public actor VirtualDevice {
     /// The advertisement of the current mode: flags 0x06, FE59 in the 16-bit UUID list (bootloader, or an app with
     /// buttonless DFU), complete local name.
     public var currentAdvertisement: Advertisement {
-        let services = mode == .bootloader || profile.buttonless != .none ? [SecureDFUUUID.service] : []
+        let services = mode == .bootloader || profile.buttonless != .none ? [profile.dfuUUIDs.service] : []
         let data = AdvertisingData.build(flags: 0x06, name: currentName, services: services)
         return Advertisement(peer: PeerAddress(currentAddress, type: profile.addressType), rssi: -50, data: data)
     }
@@ -157,7 +157,8 @@ public actor VirtualDevice {
             database = DeviceDatabases.application(
                 profile: profile, name: profile.name, firmwareRevision: firmwareRevision)
         case .bootloader:
-            database = DeviceDatabases.bootloader(name: currentName, requiresBonds: profile.requiresBonds)
+            database = DeviceDatabases.bootloader(
+                name: currentName, requiresBonds: profile.requiresBonds, uuids: profile.dfuUUIDs)
         }
         let server = makeServer(database, bearer, UInt16(clamping: max(profile.link.maxMTU, 23)))
         let delegate = DeviceDelegate(device: self, database: database, mode: servedMode)

@@ -1,20 +1,8 @@
+import BLECore
 import DFUSimulator
 
-/// SplitMix64: the campaign's deterministic generator (one seed gives the same runs on every machine).
-struct CampaignRandom {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Uniform in 0..<bound (bound > 0).
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(max(1, bound))) }
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    mutating func chance(_ p: Double) -> Bool { Double(next() >> 11) / Double(1 << 53) < p }
-}
+/// The campaign's deterministic generator (one seed gives the same runs on every machine).
+typealias CampaignRandom = SplitMix64
 
 /// The kinds of fault a run may get. `kill` is done by the campaign: the run goes through real processes (a `bledfu
 /// simulate` child hosts the device, a `bledfu flash` child is sent SIGKILL, then `bledfu resume` reruns it,
@@ -77,7 +65,7 @@ struct RunPlan: CustomStringConvertible {
     /// other draws, and the runs that get none, stay the same as without it).
     init(index: Int, campaignSeed: UInt64, killShare: Double = 0, flashFaults: Bool = true) {
         self.index = index
-        var random = CampaignRandom(state: campaignSeed &* 0x1000_0001 &+ UInt64(index))
+        var random = CampaignRandom(seed: campaignSeed &* 0x1000_0001 &+ UInt64(index))
         seed = random.next()
         imageSize = 2_000 + random.below(18_000)
         mtu = random.pick([23, 64, 185, 247])
@@ -87,7 +75,7 @@ struct RunPlan: CustomStringConvertible {
             let kind = random.pick(CampaignFault.pool(flashFaults: flashFaults))
             if !kinds.contains(kind) { kinds.append(kind) }
         }
-        var extra = CampaignRandom(state: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x6B69_6C6C)
+        var extra = CampaignRandom(seed: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x6B69_6C6C)
         let forcedKill = !kinds.contains(.kill) && killShare > 0 && extra.chance(killShare)
         // PRN policies wait for receipts without asking; with silent drops every lost receipt costs a timeout.
         let lossy = kinds.contains(.drop) || kinds.contains(.stall)
@@ -127,7 +115,7 @@ struct RunPlan: CustomStringConvertible {
             kills = [packetSize * (1 + extra.below(max(1, total / packetSize)))]
             if extra.chance(0.3) { kills.append(kills[0] + packetSize * (1 + extra.below(40))) }
         }
-        var application = CampaignRandom(state: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x6170_706C)
+        var application = CampaignRandom(seed: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x6170_706C)
         oldApplication = kinds.contains(.powerLoss) && application.chance(0.5)
         killsAfterBytes = kills.sorted()
         self.items = items

@@ -1,3 +1,5 @@
+import BLECore
+import DFUCore
 import DFUSimulator
 import Foundation
 
@@ -106,11 +108,13 @@ struct UploadProcessResult: CustomStringConvertible {
         errorLines = child.stderr.split(separator: "\n").map(String.init).filter {
             !$0.isEmpty && !$0.hasPrefix("bledfu: warning: ")
         }
+        // The last `result` event of `--json` (the Codable event record bledfu writes; docs/events.md).
+        let decoder = JSONDecoder()
         for line in child.stdout.split(separator: "\n").reversed() {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                object["event"] as? String == "result"
+            guard let record = try? decoder.decode(UpdateEventRecord.self, from: Data(line.utf8)),
+                case .result(let summary) = record.event
             else { continue }
-            engineResent = object["bytesResent"] as? Int
+            engineResent = summary.bytesResent
             break
         }
     }
@@ -158,7 +162,16 @@ final class SimulatorChild {
     func stop() { child.stop() }
 }
 
-struct CampaignSetupError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+struct CampaignSetupError: CodedError, Sendable {
+    struct Code: RawRepresentable, Hashable, Sendable {
+        var rawValue: String
+        init(rawValue: String) { self.rawValue = rawValue }
+        /// A child process, a socket or a file the run needs could not be set up.
+        static let setup = Code(rawValue: "campaign-setup")
+    }
+
+    var code: Code { .setup }
+    var message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
 }

@@ -76,18 +76,8 @@ struct CampaignRun {
         }
     }
 
-    func part() -> DFUPart {
-        var random = CampaignRandom(state: plan.seed)
-        let image = (0..<plan.imageSize).map { _ in UInt8(truncatingIfNeeded: random.next()) }
-        let command = InitCommand(
-            fwVersion: 2, hwVersion: 52, sdReq: [0xB7], type: .application, sdSize: 0, blSize: 0,
-            appSize: UInt32(image.count),
-            hash: ImageHash(type: .sha256, bytes: Array(DFUSimulatorDigest.sha256(image).reversed())), isDebug: false,
-            bootValidation: [BootValidation(type: .crc)])
-        return DFUPart(
-            name: "application", initPacket: SecureInitPacket(command: command).encode(), image: image,
-            firmwareVersion: 2)
-    }
+    /// The run's image: `imageSize` pseudo-random bytes from the run's seed.
+    func image() -> [UInt8] { SyntheticPackage.image(plan.imageSize, seed: plan.seed) }
 
     func run() async -> RunReport {
         var report = RunReport(
@@ -95,7 +85,7 @@ struct CampaignRun {
             faultsFired: [], errors: [], note: "")
         guard let profile = profile() else { return report }
         // The part as the package carries it (the builder pads the image to whole words, as nrfutil does).
-        guard let package = package(part()), let packaged = try? FirmwarePackage(bytes: package.bytes).parts.first else {
+        guard let package = package(), let packaged = try? FirmwarePackage(bytes: package.bytes).parts.first else {
             report.note = "cannot build the run's package"
             return report
         }
@@ -180,14 +170,9 @@ struct CampaignRun {
     }
 
     /// The run's image as an unsigned application package (as `bledfu package create` makes it).
-    func package(_ part: DFUPart) -> PackageSource? {
-        var builder = PackageBuilder()
-        builder.application = PackageBuilder.Image(stem: "app", bytes: part.image)
-        builder.applicationVersion = 2
-        builder.hwVersion = 52
-        builder.sdReq = [0xB7]
-        guard let bytes = try? builder.archive() else { return nil }
-        return PackageSource(fileName: "app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+    func package() -> PackageSource? {
+        guard let bytes = try? SyntheticPackage.secureApplication(image()) else { return nil }
+        return SyntheticPackage.source(bytes, fileName: "app.zip")
     }
 
     /// One attempt: one run of the updater (one connection, or a second one to look at the device after an

@@ -25,7 +25,8 @@ import Synchronization
 /// `--run INDEX` and `--no-kills` leave them out.
 @main
 struct FaultCampaign {
-    static func main() async {
+    /// The command line of the campaign.
+    struct Options {
         var runs = 200
         var seed: UInt64 = 1
         var attempts = 12
@@ -43,51 +44,73 @@ struct FaultCampaign {
             root: URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
                 "bledfu-campaign-\(ProcessInfo.processInfo.processIdentifier)"),
             keepFiles: false, speedup: 20, timeoutSeconds: 2, processLimitSeconds: 120)
-        var arguments = CommandLine.arguments.dropFirst()
-        while let argument = arguments.popFirst() {
-            switch argument {
-            case "--runs": runs = arguments.popFirst().flatMap { Int($0) } ?? runs
-            case "--seed": seed = arguments.popFirst().flatMap { UInt64($0) } ?? seed
-            case "--attempts": attempts = arguments.popFirst().flatMap { Int($0) } ?? attempts
-            case "--timeout-ms": timeoutMs = arguments.popFirst().flatMap { Int($0) } ?? timeoutMs
-            case "--verbose": verbose = true
-            case "--capture": capture = arguments.popFirst()
-            case "--run": only = arguments.popFirst().flatMap { Int($0) }
-            case "--kill-share": killShare = arguments.popFirst().flatMap { Double($0) } ?? killShare
-            case "--no-kills": noKills = true
-            case "--flash-faults": flashFaults = true
-            case "--no-flash-faults": flashFaults = false
-            case "--legacy-runs": legacyRuns = arguments.popFirst().flatMap { Int($0) } ?? legacyRuns
-            case "--legacy-run": legacyOnly = arguments.popFirst().flatMap { Int($0) }
-            case "--bledfu": setup.bledfu = arguments.popFirst().map { URL(fileURLWithPath: $0) } ?? setup.bledfu
-            case "--speedup": setup.speedup = arguments.popFirst().flatMap { Double($0) } ?? setup.speedup
-            case "--keep-files":
-                setup.root = arguments.popFirst().map { URL(fileURLWithPath: $0) } ?? setup.root
-                setup.keepFiles = true
-            default:
-                print(
-                    "usage: FuzzFaultCampaign [--runs N] [--seed S] [--attempts N] [--timeout-ms MS] [--verbose] "
-                        + "[--run INDEX] [--kill-share P] [--no-kills] [--bledfu PATH] [--speedup K] [--keep-files DIR] [--capture DIR] [--no-flash-faults] "
-                        + "[--legacy-runs N] [--legacy-run INDEX]")
-                exit(2)
+
+        static let usage =
+            "usage: FuzzFaultCampaign [--runs N] [--seed S] [--attempts N] [--timeout-ms MS] [--verbose] "
+            + "[--run INDEX] [--kill-share P] [--no-kills] [--bledfu PATH] [--speedup K] [--keep-files DIR] [--capture DIR] [--no-flash-faults] "
+            + "[--legacy-runs N] [--legacy-run INDEX]"
+
+        /// Parses `arguments` (without the program name); nil for an unknown argument.
+        init?(_ arguments: ArraySlice<String>) {
+            var arguments = arguments
+            while let argument = arguments.popFirst() {
+                switch argument {
+                case "--runs": runs = arguments.popFirst().flatMap { Int($0) } ?? runs
+                case "--seed": seed = arguments.popFirst().flatMap { UInt64($0) } ?? seed
+                case "--attempts": attempts = arguments.popFirst().flatMap { Int($0) } ?? attempts
+                case "--timeout-ms": timeoutMs = arguments.popFirst().flatMap { Int($0) } ?? timeoutMs
+                case "--verbose": verbose = true
+                case "--capture": capture = arguments.popFirst()
+                case "--run": only = arguments.popFirst().flatMap { Int($0) }
+                case "--kill-share": killShare = arguments.popFirst().flatMap { Double($0) } ?? killShare
+                case "--no-kills": noKills = true
+                case "--flash-faults": flashFaults = true
+                case "--no-flash-faults": flashFaults = false
+                case "--legacy-runs": legacyRuns = arguments.popFirst().flatMap { Int($0) } ?? legacyRuns
+                case "--legacy-run": legacyOnly = arguments.popFirst().flatMap { Int($0) }
+                case "--bledfu": setup.bledfu = arguments.popFirst().map { URL(fileURLWithPath: $0) } ?? setup.bledfu
+                case "--speedup": setup.speedup = arguments.popFirst().flatMap { Double($0) } ?? setup.speedup
+                case "--keep-files":
+                    setup.root = arguments.popFirst().map { URL(fileURLWithPath: $0) } ?? setup.root
+                    setup.keepFiles = true
+                default: return nil
+                }
             }
         }
-        if let capture {
+
+        /// The runs to make (none when `--legacy-run` picks one Legacy run).
+        var plans: [RunPlan] {
+            let indices = legacyOnly != nil ? [] : only.map { [$0] } ?? Array(0..<runs)
+            var plans = indices.map {
+                RunPlan(index: $0, campaignSeed: seed, killShare: killShare, flashFaults: flashFaults)
+            }
+            if noKills {
+                for index in plans.indices { plans[index].killsAfterBytes = [] }
+            }
+            return plans
+        }
+
+        /// The Legacy runs to make: `--legacy-run`'s, else `--legacy-runs` of them (none with `--run` or `--no-kills`).
+        var legacyPlans: [LegacyRunPlan] {
+            (legacyOnly.map { [$0] } ?? (only != nil || noKills ? [] : Array(0..<max(0, legacyRuns))))
+                .map { LegacyRunPlan(index: $0, campaignSeed: seed) }
+        }
+    }
+
+    static func main() async {
+        guard let options = Options(CommandLine.arguments.dropFirst()) else {
+            print(Options.usage)
+            exit(2)
+        }
+        if let capture = options.capture {
             exit(await Self.capture(into: capture) ? 0 : 1)
         }
-        let indices = legacyOnly != nil ? [] : only.map { [$0] } ?? Array(0..<runs)
-        let legacyPlans = (legacyOnly.map { [$0] } ?? (only != nil || noKills ? [] : Array(0..<max(0, legacyRuns))))
-            .map { LegacyRunPlan(index: $0, campaignSeed: seed) }
-        var plans = indices.map {
-            RunPlan(index: $0, campaignSeed: seed, killShare: killShare, flashFaults: flashFaults)
-        }
-        if noKills {
-            for index in plans.indices { plans[index].killsAfterBytes = [] }
-        }
+        let plans = options.plans
+        let legacyPlans = options.legacyPlans
         if plans.contains(where: { !$0.killsAfterBytes.isEmpty }) || !legacyPlans.isEmpty,
-            !FileManager.default.isExecutableFile(atPath: setup.bledfu.path)
+            !FileManager.default.isExecutableFile(atPath: options.setup.bledfu.path)
         {
-            print("FuzzFaultCampaign: no bledfu executable at \(setup.bledfu.path) (build it, or name it with --bledfu)")
+            print("FuzzFaultCampaign: no bledfu executable at \(options.setup.bledfu.path) (build it, or name it with --bledfu)")
             exit(2)
         }
         let clock = ContinuousClock()
@@ -96,39 +119,46 @@ struct FaultCampaign {
         for plan in plans {
             let report: RunReport
             if plan.killsAfterBytes.isEmpty {
-                let run = CampaignRun(plan: plan, maxAttempts: attempts, checkpointTimeout: .milliseconds(timeoutMs))
+                let run = CampaignRun(
+                    plan: plan, maxAttempts: options.attempts, checkpointTimeout: .milliseconds(options.timeoutMs))
                 report = await run.run()
             } else {
-                report = ProcessKillRun(plan: plan, setup: setup, maxReruns: 3).run()
+                report = ProcessKillRun(plan: plan, setup: options.setup, maxReruns: 3).run()
             }
             reports.append(report)
-            if verbose || report.verdict == .violation {
-                var fired: [String: Int] = [:]
-                for kind in report.faultsFired { fired[kind, default: 0] += 1 }
-                let firedText = fired.sorted { $0.key < $1.key }.map { $0.value == 1 ? $0.key : "\($0.key)×\($0.value)" }
-                print(
-                    "\(report.verdict.rawValue): \(plan) | attempts \(report.attempts), resent \(report.bytesResent) B, "
-                        + "fired \(firedText.joined(separator: "+"))\(report.note.isEmpty ? "" : " | " + report.note)")
-                if report.viaProcesses {
-                    for process in report.processes { print("    \(process)") }
-                } else if verbose {
-                    for error in report.errors { print("    \(error)") }
-                }
+            if options.verbose || report.verdict == .violation {
+                printReport(report, plan: plan, verbose: options.verbose)
             }
         }
         let legacy = legacyPlans.map { plan in
-            let report = LegacyProcessRun(plan: plan, setup: setup, maxReruns: 3).run()
-            if verbose || report.verdict == .violation {
+            let report = LegacyProcessRun(plan: plan, setup: options.setup, maxReruns: 3).run()
+            if options.verbose || report.verdict == .violation {
                 print("\(report.verdict.rawValue): \(plan) | \(report.note)")
                 for process in report.processes { print("    \(process)") }
             }
             return report
         }
-        if !setup.keepFiles { try? FileManager.default.removeItem(at: setup.root) }
-        let elapsed = start.duration(to: clock.now)
-        if !indices.isEmpty { print(CampaignSummary(reports: reports, seed: seed, elapsed: elapsed).text) }
+        if !options.setup.keepFiles { try? FileManager.default.removeItem(at: options.setup.root) }
+        if !plans.isEmpty {
+            print(CampaignSummary(reports: reports, seed: options.seed, elapsed: start.duration(to: clock.now)).text)
+        }
         print(LegacyCampaignSummary(reports: legacy).text)
         exit(reports.contains { $0.verdict == .violation } || legacy.contains { $0.verdict == .violation } ? 1 : 0)
+    }
+
+    /// One run's line (and, for a violation or with `--verbose`, its processes or errors).
+    static func printReport(_ report: RunReport, plan: RunPlan, verbose: Bool) {
+        var fired: [String: Int] = [:]
+        for kind in report.faultsFired { fired[kind, default: 0] += 1 }
+        let firedText = fired.sorted { $0.key < $1.key }.map { $0.value == 1 ? $0.key : "\($0.key)×\($0.value)" }
+        print(
+            "\(report.verdict.rawValue): \(plan) | attempts \(report.attempts), resent \(report.bytesResent) B, "
+                + "fired \(firedText.joined(separator: "+"))\(report.note.isEmpty ? "" : " | " + report.note)")
+        if report.viaProcesses {
+            for process in report.processes { print("    \(process)") }
+        } else if verbose {
+            for error in report.errors { print("    \(error)") }
+        }
     }
 
     /// One clean upload whose PDUs (both directions) are written to `directory`, a few of each opcode: seeds for

@@ -1,3 +1,4 @@
+import BLECore
 import Foundation
 
 /// A Legacy DFU device of the campaign: a profile of `Firmware/` and how a package for it is made.
@@ -48,7 +49,7 @@ struct LegacyRunPlan: CustomStringConvertible {
 
     init(index: Int, campaignSeed: UInt64) {
         self.index = index
-        var random = CampaignRandom(state: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x4C45_4741_4359)
+        var random = CampaignRandom(seed: (campaignSeed &* 0x1000_0001 &+ UInt64(index)) ^ 0x4C45_4741_4359)
         device = LegacyCampaignDevice.all[index % LegacyCampaignDevice.all.count]
         imageSize = (4_000 + random.below(device.maxImage - 4_000)) & ~3
         imageSeed = random.next()
@@ -70,7 +71,7 @@ struct LegacyRunPlan: CustomStringConvertible {
 
     /// The image: deterministic bytes from the plan's seed.
     var image: [UInt8] {
-        var random = CampaignRandom(state: imageSeed)
+        var random = CampaignRandom(seed: imageSeed)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(imageSize)
         while bytes.count < imageSize {

@@ -48,43 +48,15 @@ struct ProcessKillRun {
             setup: setup, directory: directory, profile: profile, address: Self.address, faults: faults,
             name: "simulate")
         defer { simulator.stop() }
-        var processes: [UploadProcessResult] = []
-        var lastStatus: Int32?
-        // The kills: each upload process runs until the device has received the next threshold's bytes.
-        for threshold in plan.killsAfterBytes where lastStatus != 0 {
-            let result = try runUpload(
-                package: package, journal: journal, simulator: simulator, killAt: threshold, number: processes.count,
-                firstObjectEnd: part.initPacket.count + min(Self.objectSize, part.image.count))
-            processes.append(result)
-            if let bytes = result.killedAtBytes {
-                report.killsFired += 1
-                report.killBytes.append(bytes)
-            } else {
-                lastStatus = result.status
-            }
-            if result.status == nil, result.killedAtBytes == nil { break }  // a hang
-        }
-        // The reruns.
-        var reruns = 0
-        while lastStatus != 0, reruns < maxReruns, !processes.contains(where: \.isHang) {
-            reruns += 1
-            let result = try runUpload(
-                package: package, journal: journal, simulator: simulator, killAt: nil, number: processes.count)
-            processes.append(result)
-            lastStatus = result.status
-        }
+        let (processes, lastStatus) = try killsAndReruns(
+            package: package, journal: journal, simulator: simulator,
+            firstObjectEnd: part.initPacket.count + min(Self.objectSize, part.image.count), into: &report)
         report.attempts = processes.count
         report.processes = processes
         report.errors = processes.filter { $0.status != 0 }.map(\.description)
         report.interruptions = processes.filter { $0.status != 0 }.count
         // The device after the last process: a success must have installed the image (it resets into it).
-        var state = simulator.state()
-        if lastStatus == 0 {
-            for _ in 0..<300 where state?.installed.application?.sha256.lowercased() != expected {
-                usleep(10_000)
-                state = simulator.state()
-            }
-        }
+        let state = lastStatus == 0 ? Self.state(of: simulator, installing: expected) : simulator.state()
         report.faultsFired = (state?.faults.map(\.kind) ?? []) + Array(repeating: "kill", count: report.killsFired)
         report.bytesWritten = Int(state?.counters.bytesReceived ?? 0)
         report.bytesResent = max(0, report.bytesWritten - part.image.count - part.initPacket.count)
@@ -105,26 +77,73 @@ struct ProcessKillRun {
             report.verdict = .verified
             report.confirmedAfterLoss = lastStatus != 0
         } else {
-            // Resumable: the device as it was left (flash and settings from its state directory), without faults.
             simulator.stop()
-            let restored = try SimulatorChild(
-                setup: setup, directory: directory, profile: profile, address: Self.address, faults: [],
-                name: "simulate-restored")
-            defer { restored.stop() }
-            let next = try runUpload(
-                package: package, journal: journal, simulator: restored, killAt: nil, number: processes.count)
-            report.processes.append(next)
-            var after = restored.state()
-            for _ in 0..<300 where after?.installed.application?.sha256.lowercased() != expected {
-                usleep(10_000)
-                after = restored.state()
-            }
-            if next.status == 0, after?.installed.application?.sha256.lowercased() == expected {
-                report.verdict = .clearErrorResumable
-            } else {
-                report.note = "device left unable to take the next attempt: \(next)"
-            }
+            try resumeOnRestored(
+                package: package, journal: journal, directory: directory, profile: profile, expected: expected,
+                number: processes.count, into: &report)
         }
+    }
+
+    /// The upload processes: one per kill threshold (each killed once the device has received that many bytes),
+    /// then reruns until one succeeds (at most ``maxReruns``). Returns them and the last one's exit status.
+    private func killsAndReruns(
+        package: URL, journal: URL, simulator: SimulatorChild, firstObjectEnd: Int, into report: inout RunReport
+    ) throws -> ([UploadProcessResult], Int32?) {
+        var processes: [UploadProcessResult] = []
+        var lastStatus: Int32?
+        for threshold in plan.killsAfterBytes where lastStatus != 0 {
+            let result = try runUpload(
+                package: package, journal: journal, simulator: simulator, killAt: threshold, number: processes.count,
+                firstObjectEnd: firstObjectEnd)
+            processes.append(result)
+            if let bytes = result.killedAtBytes {
+                report.killsFired += 1
+                report.killBytes.append(bytes)
+            } else {
+                lastStatus = result.status
+            }
+            if result.status == nil, result.killedAtBytes == nil { break }  // a hang
+        }
+        var reruns = 0
+        while lastStatus != 0, reruns < maxReruns, !processes.contains(where: \.isHang) {
+            reruns += 1
+            let result = try runUpload(
+                package: package, journal: journal, simulator: simulator, killAt: nil, number: processes.count)
+            processes.append(result)
+            lastStatus = result.status
+        }
+        return (processes, lastStatus)
+    }
+
+    /// Resumable: the device as it was left (flash and settings from its state directory), without faults, takes
+    /// one more upload to the end.
+    private func resumeOnRestored(
+        package: URL, journal: URL, directory: URL, profile: URL, expected: String, number: Int,
+        into report: inout RunReport
+    ) throws {
+        let restored = try SimulatorChild(
+            setup: setup, directory: directory, profile: profile, address: Self.address, faults: [],
+            name: "simulate-restored")
+        defer { restored.stop() }
+        let next = try runUpload(package: package, journal: journal, simulator: restored, killAt: nil, number: number)
+        report.processes.append(next)
+        let after = Self.state(of: restored, installing: expected)
+        if next.status == 0, after?.installed.application?.sha256.lowercased() == expected {
+            report.verdict = .clearErrorResumable
+        } else {
+            report.note = "device left unable to take the next attempt: \(next)"
+        }
+    }
+
+    /// The simulator's status once it reports `expected` installed (it resets into the image after the process
+    /// ended), or after 3 s of 10 ms looks at its status file (a child process: no event to wait on).
+    private static func state(of simulator: SimulatorChild, installing expected: String) -> DeviceState? {
+        var state = simulator.state()
+        for _ in 0..<300 where state?.installed.application?.sha256.lowercased() != expected {
+            usleep(10_000)
+            state = simulator.state()
+        }
+        return state
     }
 
     /// The bootloader's data object size (Select Data's maximum, nRF5 SDK 15-17).
@@ -183,7 +202,7 @@ struct ProcessKillRun {
 
     /// `bledfu package create` with the run's image: an unsigned application package (hw 52, sd-req 0xB7).
     private func makePackage(in directory: URL) throws -> (URL, DFUPart) {
-        let image = CampaignRun(plan: plan, maxAttempts: 1, checkpointTimeout: .seconds(1)).part().image
+        let image = CampaignRun(plan: plan, maxAttempts: 1, checkpointTimeout: .seconds(1)).image()
         let bin = directory.appendingPathComponent("app.bin")
         try Data(image).write(to: bin)
         let package = directory.appendingPathComponent("app.zip")

@@ -30,6 +30,12 @@ public struct LegacyDFUFamily: DFUFamily {
 
     public var id: DFUFamilyID { .legacy }
     public var displayName: String { "Legacy DFU" }
+    public var advertisedServices: [BluetoothUUID] { [LegacyDFUUUID.service] }
+
+    /// The 00001530-… service, or a Legacy bootloader's name (``LegacyAdvertisement``).
+    public func advertises(services: [BluetoothUUID], name: String?) -> Bool {
+        LegacyAdvertisement.isLegacy(services: services, name: name)
+    }
     public let restartPolicy: LegacyRestartPolicy
 
     public init(restartPolicy: LegacyRestartPolicy = LegacyRestartPolicy()) { self.restartPolicy = restartPolicy }
@@ -79,7 +85,9 @@ public struct LegacyDFUFamily: DFUFamily {
             }
         }
         guard !parts.isEmpty else { throw DFUError(.invalidPackage, "the package has no \(options.scope) part", family: id) }
-        return FamilyPlan(family: id, parts: parts, warnings: firmware.warnings + report.warnings)
+        // 0xFFFFFFFF: no application version (nrfutil 0.5's default).
+        let version = firmware.part(.application)?.legacyInit?.applicationVersion.flatMap { $0 == 0xFFFF_FFFF ? nil : $0 }
+        return FamilyPlan(family: id, parts: parts, warnings: firmware.warnings + report.warnings, targetVersion: version)
     }
 
     // MARK: Detect and jump

@@ -1,3 +1,5 @@
+import BLECore
+
 /// How a window of firmware packets ended.
 public enum LegacyWindowOutcome: Hashable, Sendable {
     /// Its receipt came with the byte count of everything sent.
@@ -155,8 +157,17 @@ public struct LegacyAdaptivePacing: LegacyPacingPolicy {
 
 /// Parses a Legacy pacing policy from the command line.
 public enum LegacyPacingPolicies {
-    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct ParseError: CodedError, Sendable {
+        public struct Code: RawRepresentable, Hashable, Sendable {
+            public var rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+            /// The text names no pacing policy (or a parameter out of range).
+            public static let unknownPacing = Code(rawValue: "unknown-pacing")
+        }
+
+        public var code: Code { .unknownPacing }
         public var text: String
+        public var message: String { description }
         public var description: String {
             "unknown Legacy pacing '\(text)' (expected adaptive, prn:N with N in 1...255, stream, ios, android or nrfutil)"
         }

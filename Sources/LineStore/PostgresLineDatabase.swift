@@ -1,3 +1,4 @@
+import BLECore
 import Batch
 import Foundation
 import Logging
@@ -152,7 +153,16 @@ public final class PostgresLineDatabase: LineDatabase {
 }
 
 /// A PostgreSQL failure, in words.
-public struct PostgresLineError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
+public struct PostgresLineError: CodedError, Sendable {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The server refused a statement, or the connection failed.
+        public static let database = Code(rawValue: "database")
+    }
+
+    public var code: Code { .database }
+    public var message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { message }
 }

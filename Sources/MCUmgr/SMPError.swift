@@ -1,5 +1,8 @@
-/// Why an SMP operation failed. Open code space; equality is on the code and the device's code, not the text.
-public struct SMPError: Error, Hashable, Sendable, CustomStringConvertible {
+import BLECore
+
+/// Why an SMP operation failed. Open code space. A ``CodedError``: equality is on the code (the device's own code
+/// is in ``returnCode`` or ``groupError``).
+public struct SMPError: CodedError, Sendable {
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -58,15 +61,7 @@ public struct SMPError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public static func == (lhs: SMPError, rhs: SMPError) -> Bool {
-        lhs.code == rhs.code && lhs.returnCode == rhs.returnCode && lhs.groupError == rhs.groupError
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(returnCode)
-        hasher.combine(groupError)
-    }
+    public var message: String { reason }
 
     public var description: String { "\(code): \(reason)" }
 }

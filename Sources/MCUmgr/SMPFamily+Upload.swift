@@ -159,18 +159,19 @@ extension SMPFamily {
     {
         let mode = try Self.confirmMode(context.options)
         let images = plan.parts.map(\.updateImage)
-        let updater = SMPUpdater(
-            configuration: SMPUpdateConfiguration(
-                mode: mode, rebootTimeout: max(context.options.responseTimeout * 12, .seconds(60)),
-                reconnectInterval: max(context.options.rebootDelay, .milliseconds(100))),
-            clock: context.clock, logger: context.logger,
-            connect: { () async throws(SMPError) -> SMPClient in
-                do throws(DFUError) {
-                    return try await Self.client(on: try await context.connect(to: location), context: context)
-                } catch {
-                    throw SMPError(.disconnected, error.message)
-                }
-            })
+        // After the reset MCUboot swaps (seconds on a large image): the updater looks for the device that long.
+        var rebooted = location
+        rebooted.searchTime = max(context.options.responseTimeout * 12, .seconds(60))
+        let activation = SMPActivation(mode: mode) { [rebooted] () async throws(SMPError) -> SMPClient in
+            do throws(DFUError) {
+                return try await Self.client(on: try await context.connect(to: rebooted), context: context)
+            } catch where error.code == .notFound {
+                // Not seen within the reboot timeout: no point in looking again.
+                throw SMPError(.disconnected, "the device did not come back after the reset: \(error.message)")
+            } catch {
+                throw SMPError(.closed, "the device dropped the link after the reset: \(error.message)")
+            }
+        }
         do {
             let client: SMPClient
             if let link {
@@ -182,14 +183,14 @@ extension SMPFamily {
             guard mode != .uploadOnly else {
                 return FinishOutcome(summary: Self.summary(state))
             }
-            let marking = SMPUpdater.toMark(images, in: state)
+            let marking = SMPActivation.toMark(images, in: state)
             let running = images.allSatisfy { state.active(image: $0.imageIndex)?.hash == $0.hash }
             if marking.isEmpty, running {
                 // A rerun after the reset: confirm what runs unconfirmed.
-                let final = try await updater.confirmRunning(images, client: client)
+                let final = try await activation.confirmRunning(images, client: client)
                 return FinishOutcome(summary: Self.summary(final))
             }
-            let final = try await updater.activate(images, marking: marking, client: client)
+            let final = try await activation.activate(images, marking: marking, client: client)
             return FinishOutcome(summary: Self.summary(final))
         } catch let error as SMPError {
             throw Self.map(error)

@@ -11,7 +11,7 @@ import MCUbootImage
 ///   (hash; with `--key`, key hash and signature) before anything connects; a Nordic DFU zip is another family's.
 /// - Upload: ``SMPUploader`` over ``GATTSMPTransport``; the device keeps the upload's offset for the same `sha`, so
 ///   a lost link or a new run resumes where the device stands (the journal only records the offset for progress).
-/// - Finish: `smp.confirm` = `test-and-confirm` (default), `confirm-only` or `upload-only` (``SMPUpdater``).
+/// - Finish: `smp.confirm` = `test-and-confirm` (default), `confirm-only` or `upload-only` (``SMPActivation``).
 public struct SMPFamily: DFUFamily {
     public typealias Part = SMPPart
     public typealias Resume = SMPResume
@@ -21,6 +21,8 @@ public struct SMPFamily: DFUFamily {
 
     public var id: DFUFamilyID { .smp }
     public var displayName: String { "MCUmgr SMP" }
+    public var advertisedServices: [BluetoothUUID] { [SMPUUID.service] }
+    public var optionSettings: [String: String] { ["confirm": Self.confirmSetting, "upgrade": Self.upgradeSetting] }
 
     public init() {}
 

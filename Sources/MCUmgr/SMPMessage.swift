@@ -78,8 +78,8 @@ public struct SMPMessage: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(header) \(body.map(\.description) ?? "(no body)")" }
 }
 
-/// Why bytes are not one SMP message. Equality is on the code.
-public struct SMPDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+/// Why bytes are not one SMP message. A ``CodedError``: equality is on the code.
+public struct SMPDecodingError: CodedError, Sendable {
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -96,8 +96,7 @@ public struct SMPDecodingError: Error, Hashable, Sendable, CustomStringConvertib
         self.reason = reason
     }
 
-    public static func == (lhs: SMPDecodingError, rhs: SMPDecodingError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var message: String { reason }
     public var description: String { "SMP \(code): \(reason)" }
 }
 

@@ -21,15 +21,18 @@ public struct GATTDFUTransport: DFUTransport {
         controlPointNotifications = client.att.notificationValues(handle: controlPoint.valueHandle)
     }
 
-    /// Discovers the DFU characteristics and enables Control Point notifications.
-    public static func open(client: GATTClient) async throws(DFUTransportError) -> GATTDFUTransport {
+    /// Discovers the DFU characteristics (at `uuids`: the standard ones, or a device's moved ones) and enables
+    /// Control Point notifications.
+    public static func open(client: GATTClient, uuids: SecureDFUUUIDs = .standard) async throws(DFUTransportError)
+        -> GATTDFUTransport
+    {
         do {
-            guard let service = try await client.discoverPrimaryServices(uuid: SecureDFUUUID.service).first else {
-                throw DFUTransportError(.rejected, "no Secure DFU service (FE59)")
+            guard let service = try await client.discoverPrimaryServices(uuid: uuids.service).first else {
+                throw DFUTransportError(.rejected, "no Secure DFU service (\(uuids.service))")
             }
             var characteristics = try await client.discoverCharacteristics(of: service)
-            guard let cpIndex = characteristics.firstIndex(where: { $0.uuid == SecureDFUUUID.controlPoint }),
-                let packet = characteristics.first(where: { $0.uuid == SecureDFUUUID.packet })
+            guard let cpIndex = characteristics.firstIndex(where: { $0.uuid == uuids.controlPoint }),
+                let packet = characteristics.first(where: { $0.uuid == uuids.packet })
             else {
                 throw DFUTransportError(.rejected, "Secure DFU service without Control Point or Packet characteristic")
             }

@@ -1,3 +1,5 @@
+import BLECore
+
 /// How a burst of data packets ends.
 public enum PacingCheckpoint: Hashable, Sendable {
     /// No check: the next burst follows (after the pause, if any).
@@ -170,8 +172,17 @@ public struct AdaptivePacing: PacingPolicy {
 
 /// Parses a pacing policy from the command line.
 public enum PacingPolicies {
-    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct ParseError: CodedError, Sendable {
+        public struct Code: RawRepresentable, Hashable, Sendable {
+            public var rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+            /// The text names no pacing policy (or a parameter out of range).
+            public static let unknownPacing = Code(rawValue: "unknown-pacing")
+        }
+
+        public var code: Code { .unknownPacing }
         public var text: String
+        public var message: String { description }
         public var description: String {
             "unknown pacing '\(text)' (expected prn:N, checksum:N, object, burst:N:Tms, adaptive, ios, android, "
                 + "nrfutil, seed-pacing or with-response)"

@@ -31,7 +31,7 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     private let transport: any DFUTransport
     private let clock: C
     private let configuration: SecureDFUConfiguration
-    private let journalStore: (any JournalStore)?
+    private let checkpoint: Checkpoint?
     private let logger: Logger
     /// The inbox of the run in progress; notifications between runs are dropped.
     /// The inbox of the run in progress, behind a lock so that notifications reach it without a hop onto the actor.
@@ -43,15 +43,18 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
     /// (``AdaptiveStreamPacing/snapshot`` seeds the next connection to the same kind of device).
     public private(set) var learnedPacing: (any PacingPolicy)?
 
+    /// Receives the journal after every executed object (the updater's part context keeps it as a checkpoint).
+    public typealias Checkpoint = @Sendable (DFUJournal) async -> Void
+
     public init(
         transport: any DFUTransport, clock: C, configuration: SecureDFUConfiguration = SecureDFUConfiguration(),
-        journalStore: (any JournalStore)? = nil, logger: Logger = Logger(label: "bledfu.engine")
+        checkpoint: Checkpoint? = nil, logger: Logger = Logger(label: "bledfu.engine")
     ) {
         (progress, progressContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(64))
         self.transport = transport
         self.clock = clock
         self.configuration = configuration
-        self.journalStore = journalStore
+        self.checkpoint = checkpoint
         self.logger = logger
     }
 
@@ -96,34 +99,29 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
         async throws(DFUEngineError) -> DFUJournal?
     {
         var configuration = self.configuration
-        var journal = journal
         if let journal, journal.partIndex == partIndex { configuration.executedOffset = journal.executedOffset }
         var machine = SecureDFUStateMachine(part: part, configuration: configuration)
         let (inbox, inboxContinuation) = AsyncStream.makeStream(of: DFUEvent.self)
         currentInbox.set(inboxContinuation)
         startForwarding()
-        // One sleeping task serves consecutive timers (see `DriverTimer`); a new one starts only for a timer due
-        // before the sleeping one wakes.
-        let timers = DriverTimer<C.Instant>()
-        var timerTask: Task<Void, Never>?
+        var logger = self.logger
+        logger[metadataKey: "dfu.part"] = "\(partIndex)"
+        var run = RunState(
+            part: part, partIndex: partIndex, partCount: partCount, journal: journal, start: clock.now,
+            inbox: inboxContinuation, logger: logger)
         defer {
             currentInbox.set(nil)
-            timerTask?.cancel()
+            run.timerTask?.cancel()
             inboxContinuation.finish()
             learnedPacing = machine.pacing
         }
-        let start = clock.now
-        var startBytes: Int?
-        var pending: [DFUEvent] = linkDown ? [.disconnected] : [.started(mtu: await transport.mtu)]
-        if stopRequested { pending.insert(.stopRequested, at: 0) }
+        run.pending = linkDown ? [.disconnected] : [.started(mtu: await transport.mtu)]
+        if stopRequested { run.pending.insert(.stopRequested, at: 0) }
         var iterator = inbox.makeAsyncIterator()
-        var logger = self.logger
-        logger[metadataKey: "dfu.part"] = "\(partIndex)"
-
         while true {
             var event: DFUEvent
-            if !pending.isEmpty {
-                event = pending.removeFirst()
+            if !run.pending.isEmpty {
+                event = run.pending.removeFirst()
             } else if let next = await iterator.next() {
                 event = next
             } else {
@@ -135,87 +133,131 @@ public actor SecureDFUDriver<C: Clock<Duration>> {
             // the host took to get there never stretches it.
             let decided = clock.now
             for action in machine.handle(event) {
-                switch action {
-                case .writeControlPoint(let request):
-                    logger.debug("control point request", metadata: ["dfu.request": "\(request)"])
-                    do {
-                        try await transport.writeControlPoint(request.encoded)
-                    } catch {
-                        if request == .abort { break }  // The device resets on Abort; a failed write changes nothing.
-                        logger.debug("control point write failed", metadata: ["dfu.error": "\(error)"])
-                        pending.append(.requestNotAcknowledged)
-                    }
-                case .sendPackets(let burst):
-                    let bytes = burst.source == .initPacket ? part.initPacket : part.image
-                    var failed = false
-                    logger.trace(
-                        "packets",
-                        metadata: [
-                            "dfu.offset": "\(burst.packets.first?.lowerBound ?? 0)", "dfu.packets": "\(burst.packets.count)",
-                        ])
-                    do {
-                        // The whole burst at once: the transport hands it to the link in as few calls as it can.
-                        try await transport.writePackets(burst.packets.map { bytes[$0] })
-                    } catch {
-                        logger.debug("packet write failed", metadata: ["dfu.error": "\(error)"])
-                        failed = true
-                    }
-                    pending.append(failed ? .disconnected : .packetsSent)
-                case .startTimer(let timer, let duration):
-                    let deadline = decided.advanced(by: duration)
-                    guard timers.arm(timer, at: deadline) else { break }
-                    timerTask?.cancel()
-                    timerTask = Task { [clock] in
-                        var until = deadline
-                        while true {
-                            do {
-                                try await clock.sleep(until: until, tolerance: nil)
-                            } catch {
-                                return  // Cancelled: a timer due earlier got a task of its own, or the run ended.
-                            }
-                            switch timers.woke(now: clock.now) {
-                            case .fire(let due):
-                                inboxContinuation.yield(.timerFired(due))
-                                return
-                            case .sleep(let next): until = next
-                            case .idle: return
-                            }
-                        }
-                    }
-                case .progress(let progress):
-                    if startBytes == nil { startBytes = progress.bytesConfirmed }
-                    let elapsed = start.duration(to: clock.now)
-                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                    let speed = seconds > 0 ? Double(progress.bytesConfirmed - (startBytes ?? 0)) / seconds : 0
-                    progressContinuation.yield(
-                        DFUProgressReport(
-                            partIndex: partIndex, partCount: partCount, progress: progress, bytesPerSecond: speed))
-                case .objectExecuted(let object):
-                    logger.debug(
-                        "object executed",
-                        metadata: ["dfu.object.index": "\(object.index)", "dfu.offset": "\(object.offset)"])
-                    guard var updated = journal else { break }
-                    updated.record(object, part: partIndex)
-                    journal = updated
-                    do {
-                        try await journalStore?.save(updated)
-                    } catch {
-                        // The journal only speeds up a later resume; the transfer itself is unaffected.
-                        logger.debug("journal not saved", metadata: ["dfu.error": "\(error)"])
-                    }
-                case .completed:
-                    logger.debug("part completed")
-                    return journal
-                case .failed(var error):
-                    // A link the ATT client closed because the device broke ATT is a protocol error, not a loss.
-                    if [.disconnected, .transport].contains(error.code), let fault = await transport.peerFault {
-                        error = DFUEngineError(.protocolViolation, "\(fault.reason); the link was closed")
-                    }
-                    logger.debug("transfer failed", metadata: ["dfu.error": "\(error)"])
-                    throw error
+                if case .done = try await perform(action, decided: decided, run: &run) { return run.journal }
+            }
+        }
+    }
+
+    /// What one ``run(part:partIndex:partCount:journal:)`` keeps between actions.
+    private struct RunState {
+        let part: DFUPart
+        let partIndex: Int
+        let partCount: Int
+        var journal: DFUJournal?
+        let start: C.Instant
+        let inbox: AsyncStream<DFUEvent>.Continuation
+        let logger: Logger
+        /// Events the actions produced, handled before the inbox's.
+        var pending: [DFUEvent] = []
+        /// One sleeping task serves consecutive timers (see `DriverTimer`); a new one starts only for a timer due
+        /// before the sleeping one wakes.
+        let timers = DriverTimer<C.Instant>()
+        var timerTask: Task<Void, Never>?
+        /// The bytes confirmed at the first progress report (the speed counts from there).
+        var startBytes: Int?
+    }
+
+    private enum Step {
+        case next
+        case done
+    }
+
+    /// Performs one action of the state machine.
+    private func perform(_ action: DFUAction, decided: C.Instant, run: inout RunState) async throws(DFUEngineError)
+        -> Step
+    {
+        switch action {
+        case .writeControlPoint(let request):
+            run.logger.debug("control point request", metadata: ["dfu.request": "\(request)"])
+            do {
+                try await transport.writeControlPoint(request.encoded)
+            } catch {
+                if request == .abort { break }  // The device resets on Abort; a failed write changes nothing.
+                run.logger.debug("control point write failed", metadata: ["dfu.error": "\(error)"])
+                run.pending.append(.requestNotAcknowledged)
+            }
+        case .sendPackets(let burst):
+            run.pending.append(await send(burst, run: run) ? .packetsSent : .disconnected)
+        case .startTimer(let timer, let duration):
+            arm(timer, at: decided.advanced(by: duration), run: &run)
+        case .progress(let progress):
+            report(progress, run: &run)
+        case .objectExecuted(let object):
+            await executed(object, run: &run)
+        case .completed:
+            run.logger.debug("part completed")
+            return .done
+        case .failed(var error):
+            // A link the ATT client closed because the device broke ATT is a protocol error, not a loss.
+            if [.disconnected, .transport].contains(error.code), let fault = await transport.peerFault {
+                error = DFUEngineError(.protocolViolation, "\(fault.reason); the link was closed")
+            }
+            run.logger.debug("transfer failed", metadata: ["dfu.error": "\(error)"])
+            throw error
+        }
+        return .next
+    }
+
+    /// Writes a burst of packets; false when the link failed.
+    private func send(_ burst: DFUPacketBurst, run: RunState) async -> Bool {
+        let bytes = burst.source == .initPacket ? run.part.initPacket : run.part.image
+        run.logger.trace(
+            "packets",
+            metadata: ["dfu.offset": "\(burst.packets.first?.lowerBound ?? 0)", "dfu.packets": "\(burst.packets.count)"])
+        do {
+            // The whole burst at once: the transport hands it to the link in as few calls as it can.
+            try await transport.writePackets(burst.packets.map { bytes[$0] })
+            return true
+        } catch {
+            run.logger.debug("packet write failed", metadata: ["dfu.error": "\(error)"])
+            return false
+        }
+    }
+
+    /// Arms `timer`; starts a sleeping task when none sleeps until before `deadline`.
+    private func arm(_ timer: DFUTimer, at deadline: C.Instant, run: inout RunState) {
+        let timers = run.timers
+        guard timers.arm(timer, at: deadline) else { return }
+        run.timerTask?.cancel()
+        let inbox = run.inbox
+        run.timerTask = Task { [clock] in
+            var until = deadline
+            while true {
+                do {
+                    try await clock.sleep(until: until, tolerance: nil)
+                } catch {
+                    return  // Cancelled: a timer due earlier got a task of its own, or the run ended.
+                }
+                switch timers.woke(now: clock.now) {
+                case .fire(let due):
+                    inbox.yield(.timerFired(due))
+                    return
+                case .sleep(let next): until = next
+                case .idle: return
                 }
             }
         }
+    }
+
+    /// Reports progress with the speed since the run's first report.
+    private func report(_ progress: DFUProgress, run: inout RunState) {
+        if run.startBytes == nil { run.startBytes = progress.bytesConfirmed }
+        let elapsed = run.start.duration(to: clock.now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let speed = seconds > 0 ? Double(progress.bytesConfirmed - (run.startBytes ?? 0)) / seconds : 0
+        progressContinuation.yield(
+            DFUProgressReport(
+                partIndex: run.partIndex, partCount: run.partCount, progress: progress, bytesPerSecond: speed))
+    }
+
+    /// Records an executed object in the journal and hands it to the checkpoint.
+    private func executed(_ object: DFUExecutedObject, run: inout RunState) async {
+        run.logger.debug(
+            "object executed", metadata: ["dfu.object.index": "\(object.index)", "dfu.offset": "\(object.offset)"])
+        guard var updated = run.journal else { return }
+        updated.record(object, part: run.partIndex)
+        run.journal = updated
+        await checkpoint?(updated)
     }
 }
 

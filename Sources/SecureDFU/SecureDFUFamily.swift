@@ -28,6 +28,31 @@ public struct SecureDFUFamily: DFUFamily {
 
     public var id: DFUFamilyID { .secure }
     public var displayName: String { "Secure DFU" }
+    public var advertisedServices: [BluetoothUUID] { [SecureDFUUUID.service] }
+    /// `flash --service-uuid`: a device whose vendor moved the DFU service.
+    public var optionSettings: [String: String] { ["service-uuid": "secure.service"] }
+
+    /// The UUIDs of the device: ``SecureDFUUUIDs/standard`` unless the options' settings `secure.service`,
+    /// `secure.control-point`, `secure.packet`, `secure.buttonless` or `secure.buttonless-bonded` move them. A
+    /// setting that is no UUID is an ``DFUError/Code/invalidOption``.
+    public static func uuids(_ options: UpdateOptions) throws(DFUError) -> SecureDFUUUIDs {
+        func uuid(_ key: String, _ standard: BluetoothUUID) throws(DFUError) -> BluetoothUUID {
+            guard let text = options.settings[key] else { return standard }
+            guard let uuid = BluetoothUUID(text) else {
+                throw DFUError(
+                    .invalidOption, "\(key)=\(text) is not a UUID (FE59, or 8EC90001-F315-4F60-9FB8-838830DAEA50)",
+                    family: .secure)
+            }
+            return uuid
+        }
+        let standard = SecureDFUUUIDs.standard
+        return SecureDFUUUIDs(
+            service: try uuid("secure.service", standard.service),
+            controlPoint: try uuid("secure.control-point", standard.controlPoint),
+            packet: try uuid("secure.packet", standard.packet),
+            buttonlessWithoutBonds: try uuid("secure.buttonless", standard.buttonlessWithoutBonds),
+            buttonlessWithBonds: try uuid("secure.buttonless-bonded", standard.buttonlessWithBonds))
+    }
 
     public init() {}
 
@@ -70,7 +95,10 @@ public struct SecureDFUFamily: DFUFamily {
         } catch {
             throw DFUError(.invalidOption, "--mode \(options.pacing) is not a Secure DFU mode: \(error)", family: id)
         }
-        return FamilyPlan(family: id, parts: parts, warnings: firmware.warnings + report.warnings)
+        _ = try Self.uuids(options)
+        return FamilyPlan(
+            family: id, parts: parts, warnings: firmware.warnings + report.warnings,
+            targetVersion: firmware.part(.application)?.initCommand?.fwVersion)
     }
 
     /// Package parts in sending order (system first), as engine parts.
@@ -90,14 +118,15 @@ public struct SecureDFUFamily: DFUFamily {
     public func detect(_ services: [GATTService], on link: DFULink, context: UpdateContext) async throws(DFUError)
         -> Detection<Entry>?
     {
-        guard let service = services.first(where: { $0.uuid == SecureDFUUUID.service }) else { return nil }
+        let dfu = try Self.uuids(context.options)
+        guard let service = services.first(where: { $0.uuid == dfu.service }) else { return nil }
         do {
             let characteristics = try await link.gatt.discoverCharacteristics(of: service)
             let uuids = Set(characteristics.map(\.uuid))
-            if uuids.contains(SecureDFUUUID.controlPoint) && uuids.contains(SecureDFUUUID.packet) {
+            if uuids.contains(dfu.controlPoint) && uuids.contains(dfu.packet) {
                 return .updater(description: "Secure DFU bootloader")
             }
-            for (uuid, bonded) in [(SecureDFUUUID.buttonlessWithoutBonds, false), (SecureDFUUUID.buttonlessWithBonds, true)] {
+            for (uuid, bonded) in [(dfu.buttonlessWithoutBonds, false), (dfu.buttonlessWithBonds, true)] {
                 guard var buttonless = characteristics.first(where: { $0.uuid == uuid }) else { continue }
                 buttonless.descriptors = try await link.gatt.discoverDescriptors(of: buttonless)
                 return .application(
@@ -123,9 +152,10 @@ public struct SecureDFUFamily: DFUFamily {
         -> PartOutcome
     {
         let options = context.update.options
+        let uuids = try Self.uuids(options)
         let transport: GATTDFUTransport
         do {
-            transport = try await GATTDFUTransport.open(client: link.gatt)
+            transport = try await GATTDFUTransport.open(client: link.gatt, uuids: uuids)
         } catch {
             throw DFUError(
                 error.code == .disconnected ? .linkLost : .noUpdateService, error.reason, cause: error, family: id)
@@ -140,7 +170,9 @@ public struct SecureDFUFamily: DFUFamily {
             pacing: pacing, checkpointTimeout: options.responseTimeout, abortOnCancel: options.abortOnCancel)
         let driver = SecureDFUDriver(
             transport: transport, clock: context.update.clock, configuration: configuration,
-            journalStore: CheckpointJournalStore(context: context), logger: context.update.logger)
+            checkpoint: { journal in
+                await context.checkpoint(SecureResume(executed: journal.executed), confirmedBytes: journal.executedOffset ?? 0)
+            }, logger: context.update.logger)
         let reporter = Task {
             for await report in driver.progress {
                 let p = report.progress
@@ -213,17 +245,4 @@ extension DFUPart: UpdatePart {
     public var byteCount: Int { image.count }
     /// The init packet's `fw_version` of an application part.
     public var applicationVersion: UInt32? { name == "application" ? firmwareVersion : nil }
-}
-
-/// The driver's journal store, handing every executed object to the updater's journal as a checkpoint.
-struct CheckpointJournalStore: JournalStore {
-    let context: PartContext<SecureResume>
-
-    func load(deviceAddress: String, packageSHA256: String) async throws(JournalStoreError) -> DFUJournal? { nil }
-
-    func save(_ journal: DFUJournal) async throws(JournalStoreError) {
-        await context.checkpoint(SecureResume(executed: journal.executed), confirmedBytes: journal.executedOffset ?? 0)
-    }
-
-    func remove(deviceAddress: String, packageSHA256: String) async throws(JournalStoreError) {}
 }

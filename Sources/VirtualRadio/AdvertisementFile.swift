@@ -16,10 +16,19 @@ import Foundation
 ///                                    adapters do not see it
 public enum AdvertisementFile {
     /// Why an advertisement file was rejected.
-    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct ParseError: CodedError, Sendable {
+        public struct Code: RawRepresentable, Hashable, Sendable {
+            public var rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+            /// A line of the file is not `key=value` with a known key and a valid value.
+            public static let invalidAdvertisement = Code(rawValue: "invalid-advertisement")
+        }
+
+        public var code: Code { .invalidAdvertisement }
         public var line: Int
         public var reason: String
-        public var description: String { "line \(line): \(reason)" }
+        public var message: String { "line \(line): \(reason)" }
+        public var description: String { message }
     }
 
     /// "C0-FF-EE-00-00-01": the address in a file name (upper-case hex, '-' separators).

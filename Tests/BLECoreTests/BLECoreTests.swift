@@ -15,10 +15,12 @@ import Testing
 
     @Test func truncationNamesTheField() {
         var r = ByteReader([0x01, 0x02, 0x03])
-        #expect(throws: ByteReader.Truncated(field: "offset", needed: 4, available: 3)) { try r.readUInt32("offset") }
+        let error = #expect(throws: ByteReader.Truncated.self) { try r.readUInt32("offset") }
         #expect(r.offset == 0, "a failed read consumes nothing")
-        let error = ByteReader.Truncated(field: "offset", needed: 4, available: 3)
-        #expect(error.description == "truncated: offset needs 4 byte(s), 3 left")
+        #expect(error?.code == .truncated)
+        #expect(error?.field == "offset" && error?.needed == 4 && error?.available == 3)
+        #expect(error?.message == "offset needs 4 byte(s), 3 left")
+        #expect(error?.description == "truncated: offset needs 4 byte(s), 3 left")
     }
 
     @Test func writerIsTheInverseOfTheReader() throws {

@@ -15,14 +15,17 @@ import Testing
     }
 
     @Test func rulesMatchNameServiceRSSIAndButtonless() {
-        let rule = DiscoveryRule(className: "bracelet", namePrefix: "Bracelet", serviceUUID: BluetoothUUID(0xFE59), minimumRSSI: -70, buttonlessInAppMode: true)
+        let rule = DiscoveryRule(className: "bracelet", namePrefix: "Bracelet", serviceUUID: BluetoothUUID(0xFE59), minimumRSSI: -70, buttonlessInAppMode: true,
+            dfuServices: [BluetoothUUID(0xFE59)])
         #expect(rule.matches(Self.advertisement("C6:05:04:03:02:01", name: "Bracelet-1")))
         #expect(!rule.matches(Self.advertisement("C6:05:04:03:02:01", name: "Sensor-1")))
         #expect(!rule.matches(Self.advertisement("C6:05:04:03:02:01", name: "Bracelet-1", services: [])))
         #expect(!rule.matches(Self.advertisement("C6:05:04:03:02:01", name: "Bracelet-1", rssi: -80)))
         #expect(!rule.matches(Self.advertisement("C6:05:04:03:02:01", name: "Bracelet-1", rssi: nil)))
         // A bootloader (the SDK name or a line-given name) is not a device in application mode.
-        let anyName = DiscoveryRule(className: "x", buttonlessInAppMode: true)
+        let anyName = DiscoveryRule(className: "x", buttonlessInAppMode: true, dfuServices: [BluetoothUUID(0xFE59)])
+        // The services come from the families: a rule that was given none matches no advertisement as buttonless.
+        #expect(!DiscoveryRule(className: "x", buttonlessInAppMode: true).matches(Self.advertisement("C6:05:04:03:02:02", name: "Dfuzzy")))
         #expect(!anyName.matches(Self.advertisement("C6:05:04:03:02:02", name: "DfuTarg")))
         #expect(!anyName.matches(Self.advertisement("C6:05:04:03:02:02", name: "Dfu030201")))
         #expect(anyName.matches(Self.advertisement("C6:05:04:03:02:02", name: "Dfuzzy")))
@@ -116,7 +119,9 @@ struct ScriptedAdapter: BLEAdapter {
             DiscoveryTests.advertisement("D2:C3:B4:A5:96:87", name: "Sensor-1"),
             DiscoveryTests.advertisement("C6:05:04:03:04:01", name: "Bracelet-3"),
         ])
-        let rules = [DiscoveryRule(className: "bracelet", namePrefix: "Bracelet", buttonlessInAppMode: true)]
+        let rules = [
+            DiscoveryRule(className: "bracelet", namePrefix: "Bracelet", buttonlessInAppMode: true, dfuServices: [BluetoothUUID(0xFE59)])
+        ]
         let found = try await DeviceDiscovery.discover(BatchPlan.Discovery(rules: rules, duration: 3600, expect: 2), adapters: [adapter])
         #expect(found.map(\.address.description) == ["C6:05:04:03:02:01", "C6:05:04:03:04:01"])
         #expect(found.allSatisfy { $0.className == "bracelet" })

@@ -1,7 +1,7 @@
 import BLECore
 import Foundation
-import GATT
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import Batch

@@ -47,6 +47,7 @@ import Testing
           reconnect_attempts: 3
           timeout: 4
           unique_bootloader_names: false
+          service_uuid: 12340000-5678-9ABC-DEF0-123456789ABC
         """
 
     @Test func fullPlanParsesEveryField() throws {
@@ -82,6 +83,7 @@ import Testing
         #expect(plan.flash.reconnectAttempts == 3)
         #expect(plan.flash.timeout == 4)
         #expect(plan.flash.uniqueBootloaderNames == false)
+        #expect(plan.flash.serviceUUID == "12340000-5678-9ABC-DEF0-123456789ABC")
     }
 
     /// `db:` (the batch log: an SQLite path or a line's postgres:// URL) and `line:` (the line's name in a shared
@@ -179,6 +181,7 @@ import Testing
         ),
         ("adapters: [{name: hci0}]\nclasses: {b: {package: a.zip}}\ndevices: []\npolicies:\n  retries: lots\n", 5, .badValue, "whole number"),
         ("adapters: [{name: hci0}]\nclasses: {b: {package: a.zip}}\ndevices: []\npolicies:\n  skip_at_target_version: maybe\n", 5, .badValue, "true or false"),
+        ("adapters: [{name: hci0}]\nclasses: {b: {package: a.zip}}\ndevices: []\nflash:\n  service_uuid: FE5G\n", 5, .badValue, "not a UUID"),
         ("", 1, .missingKey, "empty"),
         ("- just\n- a list\n", 1, .badValue, "mapping"),
     ]

@@ -1,5 +1,5 @@
 import Batch
-import GATT
+import TestDoubles
 import Testing
 
 /// The gate that serializes a process's database transactions: FIFO, and a wait with a deadline (a transaction that

@@ -24,12 +24,8 @@ enum LegacyKitFixture {
     static func package(deviceType: UInt16 = 0xFFFF, layout: LegacyInitPacket.Layout = .v05, image: [UInt8] = image) throws
         -> PackageSource
     {
-        var builder = PackageBuilder()
-        builder.application = PackageBuilder.Image(stem: "app", bytes: image)
-        builder.applicationVersion = 2
-        builder.legacy = LegacyOptions(layout: layout, deviceType: deviceType)
-        let bytes = try builder.archive()
-        return PackageSource(fileName: "legacy-app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        SyntheticPackage.source(
+            try SyntheticPackage.legacyApplication(image, layout: layout, deviceType: deviceType), fileName: "legacy-app.zip")
     }
 
     static func request(_ package: PackageSource, family: DFUFamilyID? = nil) -> UpdateRequest {
@@ -163,7 +159,7 @@ enum LegacyKitFixture {
         builder.legacy = LegacyOptions()
         builder.signingKey = try PackageKeys.privateKey(pem: pem)
         let bytes = try builder.archive()
-        let package = PackageSource(fileName: "signed.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        let package = SyntheticPackage.source(bytes, fileName: "signed.zip")
         // X ‖ Y of Firmware/keys/test-signing-key-DO-NOT-USE.pub.pem, big-endian.
         let key = "15c440deed1c9611a94a2646bb94da73b3acee3fc1dd93b91682ad7543c3ba79"
             + "46670db2dbbce0ff6c67549be4a0c195e1f1767f20ac517dd65fbc39de3f09d8"
@@ -207,7 +203,7 @@ enum LegacyKitFixture {
         builder.applicationVersion = 2
         builder.legacy = LegacyOptions()
         let bytes = try builder.archive()
-        let package = PackageSource(fileName: "sd-bl-app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        let package = SyntheticPackage.source(bytes, fileName: "sd-bl-app.zip")
         let device = VirtualLegacyDevice(profile: LegacyKitFixture.profile(), clock: ContinuousClock())
         let run = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock())
             .start(LegacyKitFixture.request(package))
@@ -233,7 +229,7 @@ enum LegacyKitFixture {
         builder.hwVersion = 52
         builder.sdReq = [0x80]
         let secureBytes = try builder.archive()
-        let secure = PackageSource(fileName: "secure.zip", bytes: secureBytes, sha256: DFUSimulatorDigest.sha256Hex(secureBytes))
+        let secure = SyntheticPackage.source(secureBytes, fileName: "secure.zip")
         do {
             _ = try await Updater(adapter: VirtualDeviceAdapter(devices: [legacyDevice]), clock: ContinuousClock())
                 .update(LegacyKitFixture.request(secure))

@@ -3,6 +3,7 @@ import BledfuTestSupport
 import DFUCore
 import DFUSimulator
 import GATT
+import TestDoubles
 import Testing
 
 @testable import BledfuKit

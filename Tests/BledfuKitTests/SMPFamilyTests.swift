@@ -24,7 +24,7 @@ import Testing
     static func package() throws -> (PackageSource, MCUbootImage) {
         let bytes = Array(try Data(contentsOf: root.appendingPathComponent("Firmware/samples/smp-sensor-app-v2.bin")))
         return (
-            PackageSource(fileName: "smp-sensor-app-v2.bin", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes)),
+            SyntheticPackage.source(bytes, fileName: "smp-sensor-app-v2.bin"),
             try MCUbootImage(bytes: bytes)
         )
     }
@@ -93,10 +93,17 @@ import Testing
         let second = Updater(adapter: adapter, clock: ContinuousClock(), journal: station("b"))
             .start(Self.request(package, device: device))
         var firstProgress: Int?
+        var events: [UpdateEvent] = []
         for await event in second {
             if case .progress(let progress) = event, firstProgress == nil { firstProgress = progress.bytes }
+            if case .progress = event {} else { events.append(event) }
         }
-        _ = try await second.result()
+        do {
+            _ = try await second.result()
+        } catch {
+            Issue.record("station B: \(error); events: \(events)")
+            throw error
+        }
         // Station B's first progress is the device's offset (at least what it held when A was killed).
         let resumedAt = try #require(firstProgress)
         #expect(resumedAt >= held, "held \(held), station B started at \(resumedAt)")

@@ -4,6 +4,7 @@ import DFUCore
 import DFUPackage
 import DFUSimulator
 import GATT
+import TestDoubles
 import Testing
 
 @testable import BledfuKit
@@ -25,13 +26,7 @@ enum KitFixture {
     }
 
     static func package() throws -> PackageSource {
-        var builder = PackageBuilder()
-        builder.application = PackageBuilder.Image(stem: "app", bytes: image)
-        builder.applicationVersion = 2
-        builder.hwVersion = 52
-        builder.sdReq = [0xB7]
-        let bytes = try builder.archive()
-        return PackageSource(fileName: "app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        SyntheticPackage.source(try SyntheticPackage.secureApplication(image), fileName: "app.zip")
     }
 
     static func request(_ package: PackageSource, reconnect: ReconnectPolicy = ReconnectPolicy()) -> UpdateRequest {
@@ -107,7 +102,7 @@ enum KitFixture {
         builder.sdReq = [0xB7]
         builder.sdID = [0xB7]
         let bytes = try builder.archive()
-        let package = PackageSource(fileName: "sd-bl-app.zip", bytes: bytes, sha256: DFUSimulatorDigest.sha256Hex(bytes))
+        let package = SyntheticPackage.source(bytes, fileName: "sd-bl-app.zip")
         let device = VirtualDevice(profile: KitFixture.profile(), clock: ContinuousClock())
         let run = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock())
             .start(KitFixture.request(package))

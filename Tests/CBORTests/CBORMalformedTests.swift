@@ -1,3 +1,4 @@
+import BLECore
 import CBOR
 import Testing
 
@@ -63,7 +64,7 @@ let malformedVectors: [(hex: String, why: String)] = [
     }
 
     @Test func seededRandomItemsRoundTrip() throws {
-        var generator = SplitMix(seed: 0x5EED)
+        var generator = SplitMix64(seed: 0x5EED)
         for _ in 0..<500 {
             let item = randomItem(&generator, depth: 0)
             for indefinite in [false, true] {
@@ -79,7 +80,7 @@ let malformedVectors: [(hex: String, why: String)] = [
     }
 
     @Test func randomBytesNeverCrash() {
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for _ in 0..<5000 {
             let count = Int(generator.next() % 24)
             let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
@@ -91,19 +92,7 @@ let malformedVectors: [(hex: String, why: String)] = [
     }
 }
 
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-func randomItem(_ g: inout SplitMix, depth: Int) -> CBOR {
+func randomItem(_ g: inout SplitMix64, depth: Int) -> CBOR {
     let kind = g.next() % (depth > 3 ? 9 : 12)
     switch kind {
     case 0: return .unsigned(g.next() >> (g.next() % 64))

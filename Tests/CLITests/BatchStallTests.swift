@@ -4,6 +4,7 @@ import Foundation
 import GATT
 import LinuxIO
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import BledfuCLI

@@ -8,6 +8,7 @@ import Foundation
 import GATT
 import SecureDFU
 import Synchronization
+import TestDoubles
 import Testing
 import VirtualRadio
 
@@ -58,7 +59,7 @@ import VirtualRadio
     /// 100 seeded offsets (Packet bytes received before the link drops, init packet included), spread over the
     /// three devices; some runs get a second disconnect further on.
     @Test func disconnectAtSeededRandomOffsets() async throws {
-        var random = SeededRandom(seed: 0x5EED_0005)
+        var random = SplitMix64(seed: 0x5EED_0005)
         var jobs: [(DeviceSpec, String)] = []
         for index in 0..<100 {
             let spec = Self.devices[index % Self.devices.count]
@@ -183,19 +184,6 @@ import VirtualRadio
         let bound = outcome.disconnects * (profile.dataObjectMaxSize + (profile.link.maxMTU - 3))
         #expect(resent <= bound, "\(what): \(resent) bytes resent for \(outcome.disconnects) disconnect(s)")
         if outcome.disconnects > 0 { CampaignFigures.shared.record(resent / outcome.disconnects) }
-    }
-}
-
-/// SplitMix64, for seeded offsets.
-struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -82,6 +82,25 @@ import Testing
         #expect(ExitCodeRegistry.code(for: DFUError(.connection, "x", cause: ATTClientError(.timeout, "x"))) == 20)
     }
 
+    /// Which command ends with which code, and whether `batch` retries it, are attributes of the registry's
+    /// entries: `flash --help` lists the update codes, `batch --help` the station's own and a device attempt's,
+    /// and a package or command line refused as such is not retried.
+    @Test func scopesAndRetriesAreRegistryAttributes() {
+        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 130])
+        #expect(FlashExit.codes.contains(0) && FlashExit.codes.contains(43) && FlashExit.codes.contains(130))
+        #expect(FlashExit.codes.allSatisfy { ExitCodeRegistry.entry($0)?.scope.contains(.update) == true })
+        #expect(!FlashExit.codes.contains(50) && !FlashExit.codes.contains(55) && !FlashExit.codes.contains(59))
+        let refused = ExitCodeRegistry.entries.filter { !ExitCodeRegistry.retryMayHelp($0.code) }.map(\.code)
+        #expect(refused == Array(30...39) + [64])
+        #expect(ExitCodeRegistry.retryMayHelp(43) && ExitCodeRegistry.retryMayHelp(21) && ExitCodeRegistry.retryMayHelp(250))
+        // The parser of a flash child's events reads the same attribute.
+        let usage = FlashEventParser(total: 1) { _ in }
+        #expect(usage.outcome(exitStatus: 64, logPath: "x.log").retryable == false)
+        #expect(ExitCodeRegistry.packageTable.split(separator: "\n").count == 2 + 10)
+        #expect(ExitCodeRegistry.code(for: DFUError(.capture, "x")) == 1)
+        #expect(ExitCodeRegistry.entries.contains { $0.errors.contains("DFUError.capture") })
+    }
+
     /// README.md and docs/exit-codes.md carry the generated tables (tools/check-exit-codes checks the same in CI).
     @Test func readmeAndDocsAreGenerated() async throws {
         let result = try await CLIRunner.run(["exit-codes", "--markdown"])
@@ -91,5 +110,9 @@ import Testing
         #expect(readme.contains(ExitCodeRegistry.readmeTable + "\n"))
         #expect(docs.contains(ExitCodeRegistry.docsTable + "\n"))
         #expect(result.stdout == ExitCodeRegistry.docsTable + "\n")
+        for (file, table) in [("docs/batch.md", ExitCodeRegistry.batchTable), ("docs/packages.md", ExitCodeRegistry.packageTable)] {
+            let text = try String(contentsOf: CLIRunner.repositoryRoot.appendingPathComponent(file), encoding: .utf8)
+            #expect(text.contains("<!-- exit-codes:begin -->\n" + table + "\n<!-- exit-codes:end -->"), "\(file)")
+        }
     }
 }

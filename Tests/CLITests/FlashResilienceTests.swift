@@ -1,3 +1,4 @@
+import BLECore
 import DFUCore
 import BledfuKit
 import Foundation
@@ -51,7 +52,7 @@ import Testing
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 48_000)
         let simulator = try FlashSimulator(directory: directory, speedup: 10)
         defer { simulator.stop() }
-        var random = SeededRandom(seed: 0x0009_1111)
+        var random = SplitMix64(seed: 0x0009_1111)
         for cycle in 0..<3 {
             let state = directory.appendingPathComponent("state-\(cycle)")
             let objects = 1 + Int(random.next() % 8)  // of 12

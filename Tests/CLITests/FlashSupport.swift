@@ -1,4 +1,5 @@
 import ArgumentParser
+import BledfuTestSupport
 import Foundation
 import LinuxIO
 import Synchronization
@@ -14,7 +15,7 @@ final class FlashSimulator {
     private let process: SpawnedProcess
 
     /// Starts the simulator and waits (bounded) until the device's advertisement file exists.
-    init(directory: URL, speedup: Int = 100, extraArguments: [String] = []) throws {
+    init(directory: URL, speedup: Int = 100, device: String = "bracelet", extraArguments: [String] = []) throws {
         self.directory = directory
         radio = directory.appendingPathComponent("radio").path
         statusDirectory = directory.appendingPathComponent("status")
@@ -25,7 +26,7 @@ final class FlashSimulator {
         process = try SpawnedProcess(
             CLIRunner.binary,
             [
-                "simulate", "--adapter", "virtual:\(radio)", "--device", "bracelet", "--speedup", "\(speedup)",
+                "simulate", "--adapter", "virtual:\(radio)", "--device", device, "--speedup", "\(speedup)",
                 "--status-dir", statusDirectory.path, "--public-key", FlashFixture.publicKey.path,
             ] + extraArguments,
             environment: environment, stdout: logFile, stderr: logFile)
@@ -113,11 +114,7 @@ enum FlashFixture {
     /// A signed application package (version 2, hw 52, sd-req 0xB7) of `size` pseudo-random bytes; returns the
     /// package path and the image's SHA-256.
     static func applicationPackage(in directory: URL, size: Int) async throws -> (package: String, sha256: String) {
-        var state: UInt32 = 0x1234_5678
-        let image = (0..<size).map { _ -> UInt8 in
-            state = state &* 1_664_525 &+ 1_013_904_223
-            return UInt8(truncatingIfNeeded: state >> 24)
-        }
+        let image = SyntheticPackage.image(size, seed: 0x1234_5678)
         let bin = directory.appendingPathComponent("app.bin")
         try Data(image).write(to: bin)
         let package = directory.appendingPathComponent("app-v2.zip").path

@@ -1,5 +1,5 @@
 import BLECore
-import GATT
+import TestDoubles
 import Testing
 
 @testable import DFUCore

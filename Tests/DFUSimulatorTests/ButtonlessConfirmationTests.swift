@@ -3,6 +3,7 @@ import BLECore
 import DFUProtocol
 import DFUSimulator
 import GATT
+import TestDoubles
 import Testing
 
 @Suite("Buttonless jump waits for the confirmation", .timeLimit(.minutes(5)))

@@ -4,6 +4,7 @@ import DFUProtocol
 import DFUSimulator
 import GATT
 import Synchronization
+import TestDoubles
 import Testing
 
 /// The SDK answers a Control Point write in its authorize handler and schedules the request

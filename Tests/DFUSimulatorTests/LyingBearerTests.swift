@@ -1,6 +1,7 @@
 import ATT
 import BLECore
 import GATT
+import TestDoubles
 import Testing
 
 @testable import DFUSimulator

@@ -4,6 +4,7 @@ import DFUPackage
 import DFUProtocol
 import DFUSimulator
 import GATT
+import TestDoubles
 import Testing
 
 /// One client connection to a virtual device over an in-memory bearer pair.

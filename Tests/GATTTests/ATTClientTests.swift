@@ -1,5 +1,6 @@
 import ATT
 import BLECore
+import TestDoubles
 import Testing
 
 @testable import GATT

@@ -2,6 +2,7 @@ import ATT
 import BLECore
 import GATT
 import Synchronization
+import TestDoubles
 import Testing
 
 /// `GATTServer.closeAfterResponse()`: a delegate that ends the link while the server handles a PDU (a device that

@@ -1,6 +1,7 @@
 import ATT
 import BLECore
 import GATT
+import TestDoubles
 import Testing
 
 /// `GATTServer` answers, scripted: the test plays the client on the other end of an in-memory pair.

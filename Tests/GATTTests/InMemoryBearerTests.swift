@@ -1,5 +1,6 @@
 import BLECore
 import GATT
+import TestDoubles
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct InMemoryBearerTests {

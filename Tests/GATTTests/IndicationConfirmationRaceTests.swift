@@ -1,6 +1,7 @@
 import ATT
 import BLECore
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import GATT

@@ -2,6 +2,7 @@ import ATT
 import BLECore
 import GATT
 import Synchronization
+import TestDoubles
 
 /// Records every PDU crossing an in-memory pair, as "> hex" (client to server) and "< hex" (server to client).
 final class PDURecorder: PDUObserver {

@@ -3,6 +3,7 @@ import DFUProtocol
 import Foundation
 import GATT
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import SecureDFU
@@ -43,9 +44,9 @@ final class FakeTransport: DFUTransport, Sendable {
         var device = FakeBootloader()
         device.dropPackets = [4, 30]
         let transport = FakeTransport(device: device)
-        let store = InMemoryJournalStore()
+        let store = JournalRecorder()
         let clock = AutoPauseClock()
-        let driver = SecureDFUDriver(transport: transport, clock: clock, journalStore: store)
+        let driver = SecureDFUDriver(transport: transport, clock: clock, checkpoint: store.checkpoint)
         let journal = DFUJournal(deviceAddress: "C0:FF:EE:00:00:01", packageSHA256: "abc")
         let updated = try await driver.run(part: part, partIndex: 0, partCount: 1, journal: journal)
         await driver.finish()

@@ -1,4 +1,5 @@
 import GATT
+import TestDoubles
 import Testing
 
 @testable import SecureDFU

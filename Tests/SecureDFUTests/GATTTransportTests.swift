@@ -3,6 +3,7 @@ import BLECore
 import DFUProtocol
 import GATT
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import SecureDFU

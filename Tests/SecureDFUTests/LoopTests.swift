@@ -1,5 +1,6 @@
 import BLECore
 import DFUProtocol
+import TestDoubles
 import Testing
 
 @testable import SecureDFU

@@ -4,6 +4,7 @@ import DFUPackage
 import DFUProtocol
 import DFUSimulator
 import GATT
+import TestDoubles
 import Testing
 
 @testable import SecureDFU
@@ -14,7 +15,7 @@ import Testing
 struct LyingSession {
     let device: VirtualDevice
     let part: DFUPart
-    let store = InMemoryJournalStore()
+    let store = JournalRecorder()
     let journal = DFUJournal(deviceAddress: "C0:11:22:33:44:FF", packageSHA256: "lying")
 
     init() throws {
@@ -55,7 +56,7 @@ struct LyingSession {
         // A policy that never pauses on the clock: time moves only by the engine's retry waits or the ticker.
         let driver = SecureDFUDriver(
             transport: transport, clock: clock, configuration: SecureDFUConfiguration(pacing: AdaptivePacing()),
-            journalStore: store)
+            checkpoint: store.checkpoint)
         let stored = try await store.load(deviceAddress: journal.deviceAddress, packageSHA256: journal.packageSHA256)
         let result: Result<Void, DFUEngineError>
         do {

@@ -2,6 +2,7 @@ import ATT
 import DFUProtocol
 import DFUSimulator
 import GATT
+import TestDoubles
 import Testing
 
 @testable import SecureDFU

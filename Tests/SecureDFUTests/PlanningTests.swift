@@ -99,7 +99,9 @@ import Testing
 
     @Test(arguments: ["", "prn", "prn:0", "prn:x", "checksum:-1", "burst:3", "fast", "object:2"])
     func rejects(text: String) {
-        #expect(throws: PacingPolicies.ParseError(text: text)) { try PacingPolicies.parse(text) }
+        let error = #expect(throws: PacingPolicies.ParseError.self) { try PacingPolicies.parse(text) }
+        #expect(error?.code == .unknownPacing)
+        #expect(error?.text == text)
     }
 
     @Test func iosDelaysOnlyTheFirstObject() throws {

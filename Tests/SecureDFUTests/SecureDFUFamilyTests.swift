@@ -5,6 +5,7 @@ import DFUSimulator
 import GATT
 import Logging
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import SecureDFU

@@ -3,6 +3,7 @@ import DFUProtocol
 import GATT
 import DFUCore
 import Synchronization
+import TestDoubles
 import Testing
 
 @testable import SecureDFU
@@ -42,8 +43,8 @@ final class HookedTransport: DFUTransport, Sendable {
     @Test func stopsAfterTheCurrentObjectAndResumes() async throws {
         let fake = FakeTransport()
         let transport = HookedTransport(fake, trigger: 2)  // init packet = packet 0, then data packets
-        let store = InMemoryJournalStore()
-        let driver = SecureDFUDriver(transport: transport, clock: AutoPauseClock(), journalStore: store)
+        let store = JournalRecorder()
+        let driver = SecureDFUDriver(transport: transport, clock: AutoPauseClock(), checkpoint: store.checkpoint)
         transport.hook.withLock { $0 = { await driver.requestStop() } }
         let journal = DFUJournal(deviceAddress: "C0:FF:EE:00:00:01", packageSHA256: "abc")
         let part = self.part
@@ -60,7 +61,7 @@ final class HookedTransport: DFUTransport, Sendable {
 
         // A new connection: a new transport (its own notification stream) to the same device, and a new driver.
         let reconnected = FakeTransport(device: fake.device.withLock { $0 })
-        let resumed = SecureDFUDriver(transport: reconnected, clock: AutoPauseClock(), journalStore: store)
+        let resumed = SecureDFUDriver(transport: reconnected, clock: AutoPauseClock(), checkpoint: store.checkpoint)
         let finished = try await resumed.run(part: part, partIndex: 0, partCount: 1, journal: saved)
         #expect(finished?.executedOffset == 10_000)
         #expect(reconnected.device.withLock { $0.firmware } == part.image)

@@ -4,6 +4,7 @@ import GATT
 import LinuxIO
 import Synchronization
 import SystemPackage
+import TestDoubles
 import Testing
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import ATT
 import BLECore
 import GATT
 import LinuxIO
+import TestDoubles
 import Testing
 import VirtualRadio
 

@@ -1,6 +1,6 @@
 import Batch
 
-/// `bledfu batch` exit codes (50-59), documented in docs/batch.md. 0 means every device is done or skipped.
+/// `bledfu batch` exit codes (the registry's entries of scope `batch`), documented in docs/batch.md. 0 means every device is done or skipped.
 enum BatchExit {
     /// The run finished and at least one device failed (see `bledfu batch report`).
     static let devicesFailed = ExitCodeRegistry.code("batch-devices-failed")
@@ -27,10 +27,9 @@ enum BatchExit {
     /// left pending with no adapter to run them.
     static let adapterGone = ExitCodeRegistry.code("batch-adapter-gone")
 
-    /// The codes `batch` ends with (and 59, a device attempt's), as the registry words them.
+    /// The codes `batch` ends with (and a device attempt's own), as the registry words them.
     static let table: [(Int32, String)] = ExitCodeRegistry.entries
-        .filter { [BledfuExit.success, BledfuExit.interrupted].contains($0.code) || (50...60).contains($0.code) }
-        .filter { $0.code != benchGoalMissed }
+        .filter { !$0.scope.isDisjoint(with: [.batch, .batchAttempt]) }
         .map { ($0.code, $0.meaning) }
 
     static var helpText: String { "Exit codes:\n" + table.map { "  \($0.0)\t\($0.1)" }.joined(separator: "\n") }

@@ -3,10 +3,6 @@ import DFUCore
 import DFUPackage
 import Batch
 import Foundation
-import LegacyDFU
-import MCUbootImage
-import MCUmgr
-import SecureDFU
 
 /// Loads and checks a plan's packages and keys before anything connects.
 enum BatchPlanFiles {
@@ -28,6 +24,8 @@ enum BatchPlanFiles {
             throw CLIError("plan \(path): \(error)", exitCode: BatchExit.planInvalid)
         }
         let directory = url.deletingLastPathComponent()
+        // The line knows no DFU family: a `buttonless` rule looks for the services the updater's families name.
+        for index in plan.discovery.rules.indices { plan.discovery.rules[index].dfuServices = DefaultFamilies.services() }
         plan.flash.keys = plan.flash.keys.map { resolve($0, relativeTo: directory) }
         for index in plan.classes.indices {
             plan.classes[index].package = resolve(plan.classes[index].package, relativeTo: directory)
@@ -49,23 +47,15 @@ enum BatchPlanFiles {
         return (plan, packages)
     }
 
-    /// Loads, verifies (with the plan's keys) and identifies one package, of whichever family reads it; `mode` must
-    /// be one the family takes (a usage error otherwise).
-    static func info(_ path: String, keys: [String], mode: String) throws(CLIError) -> PackageInfo {
+    /// Loads, verifies (with the plan's keys) and identifies one package, as the update will plan it: whichever
+    /// family reads it (``Updater/plan(_:family:options:families:)``), which also checks that it takes `mode` (a usage
+    /// error otherwise). One plan may mix families (a Secure DFU class beside an SMP one).
+    static func info(_ path: String, keys: [String], mode: String = "adaptive") throws(CLIError) -> PackageInfo {
         let source: PackageSource
         do {
             source = try PackageSource(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
-        }
-        guard MCUbootPackage.looksLikeMCUboot(source.bytes) else {
-            // A Secure DFU mode, or a Legacy DFU one (the zip serves both families; each flash takes its own).
-            do {
-                if (try? LegacyPacingPolicies.parse(mode)) == nil { _ = try PacingPolicies.parse(mode) }
-            } catch {
-                throw CLIError("\(mode) is not a Secure or Legacy DFU mode: \(error)", exitCode: BledfuExit.usage)
-            }
-            return try info(path, keys: keys)
         }
         var pems: [String] = []
         for key in keys {
@@ -75,33 +65,12 @@ enum BatchPlanFiles {
                 throw PackageCLI.cliError(error)
             }
         }
-        let plan: FamilyPlan<SMPPart>
+        let plan: UpdatePlan
         do {
-            plan = try SMPFamily().plan(source, options: UpdateOptions(verificationKeys: pems, pacing: mode))
+            plan = try Updater.plan(source, options: UpdateOptions(verificationKeys: pems, pacing: mode))
         } catch {
             throw CLIError(error.message, exitCode: FlashExit.code(for: error))
         }
-        // The device reports semantic versions, not the Firmware Revision number the skip rule compares: no target.
-        return PackageInfo(
-            path: path, sha256: source.sha256, targetVersion: nil, totalBytes: plan.parts.reduce(0) { $0 + $1.byteCount })
-    }
-
-    /// Loads, verifies (with the plan's keys) and identifies one Secure or Legacy DFU package.
-    static func info(_ path: String, keys: [String]) throws(CLIError) -> PackageInfo {
-        let package = try PackageCLI.loadForFlash(path)
-        let report = package.verify(keys: try PackageCLI.publicKeysForFlash(keys))
-        if let first = report.errors.first { throw PackageCLI.cliError(first) }
-        let sha: String
-        do {
-            sha = try PackageSource(contentsOf: URL(fileURLWithPath: path)).sha256
-        } catch {
-            throw CLIError(error.message, exitCode: BledfuExit.packageInvalid)
-        }
-        // Secure: the init command's fw_version; Legacy: the init packet's application_version (0xFFFFFFFF: none).
-        let application = package.part(.application)
-        let legacyVersion = application?.legacyInit?.applicationVersion.flatMap { $0 == 0xFFFF_FFFF ? nil : $0 }
-        return PackageInfo(
-            path: path, sha256: sha, targetVersion: application?.initCommand?.fwVersion ?? legacyVersion,
-            totalBytes: package.parts.reduce(0) { $0 + $1.image.count })
+        return PackageInfo(path: path, sha256: source.sha256, targetVersion: plan.targetVersion, totalBytes: plan.totalBytes)
     }
 }

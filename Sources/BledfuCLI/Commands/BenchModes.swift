@@ -6,6 +6,7 @@ import LegacyDFU
 import MCUbootImage
 import MCUmgr
 import SecureDFU
+import SimulatorHost
 
 /// `bledfu bench` (default subcommand `modes`): every write mode on every link profile and image size, several
 /// times each, against in-process virtual devices (or a real device with `--device`).

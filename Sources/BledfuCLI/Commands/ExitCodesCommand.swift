@@ -13,11 +13,21 @@ struct ExitCodesCommand: ParsableCommand {
     @Flag(name: .long, help: "README.md's table: code and meaning.")
     var readme = false
 
+    @Flag(name: .long, help: "docs/batch.md's table: the codes `batch` ends with.")
+    var batch = false
+
+    @Flag(name: .long, help: "docs/packages.md's table: the package codes.")
+    var package = false
+
     func run() {
         if markdown {
             print(ExitCodeRegistry.docsTable)
         } else if readme {
             print(ExitCodeRegistry.readmeTable)
+        } else if batch {
+            print(ExitCodeRegistry.batchTable)
+        } else if package {
+            print(ExitCodeRegistry.packageTable)
         } else {
             print(BledfuExit.helpText)
         }

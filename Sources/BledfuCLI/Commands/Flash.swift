@@ -6,8 +6,6 @@ import BLECore
 import Dispatch
 import Foundation
 import BledfuKit
-import MCUmgr
-import SecureDFU
 
 /// Options shared by `bledfu flash` and `bledfu resume`.
 struct FlashOptions: ParsableArguments {
@@ -39,6 +37,19 @@ struct FlashOptions: ParsableArguments {
         name: .long,
         help: "SMP: send `upgrade` with the first chunk: the device refuses an image not newer than the one it runs (rc 27).")
     var upgrade = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Secure DFU: the DFU service's UUID on a device whose vendor moved it (default FE59).", valueName: "uuid"))
+    var serviceUUID: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A family setting, repeatable (secure.control-point=UUID, secure.packet=UUID, smp.confirm=upload-only; docs/library.md).",
+            valueName: "key=value"))
+    var setting: [String] = []
 
     @Option(
         name: .long, help: ArgumentHelp("Where journals are kept (default $XDG_STATE_HOME/bledfu).", valueName: "dir"),
@@ -82,6 +93,25 @@ struct FlashOptions: ParsableArguments {
         guard rebootDelay >= 0, rebootDelay <= 60 else { throw ValidationError("--reboot-delay must be between 0 and 60 s") }
         guard (0...100).contains(reconnectAttempts) else { throw ValidationError("--reconnect-attempts must be 0 to 100") }
         guard !family.isEmpty else { throw ValidationError("--family must name a family or be auto") }
+        for item in setting where !item.contains("=") || item.hasPrefix("=") {
+            throw ValidationError("--setting '\(item)': expected KEY=VALUE")
+        }
+    }
+
+    /// `--setting KEY=VALUE` items, then the options a family maps to its settings (`--confirm`, `--upgrade`,
+    /// `--service-uuid`).
+    /// The values are checked by the package's family when it plans the update.
+    var familySettings: [String: String] {
+        var settings: [String: String] = [:]
+        for item in setting {
+            guard let equals = item.firstIndex(of: "=") else { continue }
+            settings[String(item[..<equals])] = String(item[item.index(after: equals)...])
+        }
+        settings.merge(
+            DefaultFamilies.settings(forOptions: [
+                "confirm": confirm, "service-uuid": serviceUUID, "upgrade": upgrade ? "true" : nil,
+            ])) { $1 }
+        return settings
     }
 
     /// `--state-dir`, else `$BLEDFU_STATE_DIR` or the config file's `state_dir`, else $XDG_STATE_HOME/bledfu.
@@ -100,14 +130,6 @@ struct FlashOptions: ParsableArguments {
             reconnectAttempts: reconnectAttempts, target: target, addressType: addressType, security: security,
             adapter: global.adapter, json: global.json, verbose: global.tracesATT, detail: global.detail, timeout: global.timeout,
             capture: global.capture, settings: familySettings)
-    }
-
-    /// `--confirm` and `--upgrade` as the SMP family's settings (`smp.confirm`, `smp.upgrade`).
-    var familySettings: [String: String] {
-        var settings: [String: String] = [:]
-        if let confirm { settings[SMPFamily.confirmSetting] = confirm }
-        if upgrade { settings[SMPFamily.upgradeSetting] = "true" }
-        return settings
     }
 }
 

@@ -1,8 +1,6 @@
 import ArgumentParser
 import BLECore
-import DFUProtocol
-import LegacyDFU
-import MCUmgr
+import BledfuKit
 
 /// `bledfu scan`: list advertising devices.
 struct ScanCommand: AsyncParsableCommand {
@@ -58,7 +56,7 @@ struct ScanCommand: AsyncParsableCommand {
             let ad = advertisement.parsed
             let rssi = advertisement.rssi.map { "\($0) dBm" } ?? "? dBm"
             let services = ad.serviceUUIDs.map(AssignedNumbers.label).joined(separator: ", ")
-            let family = Self.family(ad.serviceUUIDs, name: ad.name) ?? "-"
+            let family = DefaultFamilies.family(advertising: ad.serviceUUIDs, name: ad.name)?.rawValue ?? "-"
             return "\(advertisement.peer.address) \(advertisement.peer.type) \(rssi) \(family) \(ad.name ?? "(no name)") \(services)"
         }
     }
@@ -73,19 +71,7 @@ struct ScanCommand: AsyncParsableCommand {
         ]
         if let rssi = advertisement.rssi { event["rssi"] = Int(rssi) }
         if let name = ad.name { event["name"] = name }
-        if let family = Self.family(ad.serviceUUIDs, name: ad.name) { event["family"] = family }
+        if let family = DefaultFamilies.family(advertising: ad.serviceUUIDs, name: ad.name) { event["family"] = family.rawValue }
         return event
-    }
-
-    /// The DFU family an advertisement names by its service UUIDs: 8D53DC1D-… MCUmgr SMP (Zephyr's
-    /// CONFIG_MCUMGR_TRANSPORT_BT advertises it when the application puts it in its advertising data), FE59 Secure
-    /// DFU, Legacy DFU as its family tells (``LegacyAdvertisement``: the 00001530-… service, the bootloaders' names);
-    /// nil when it lists none (an application usually advertises its own services: `bledfu flash` finds the family
-    /// once connected).
-    static func family(_ services: [BluetoothUUID], name: String?) -> String? {
-        if services.contains(SMPUUID.service) { return "smp" }
-        if services.contains(SecureDFUUUID.service) { return "secure" }
-        if LegacyAdvertisement.isLegacy(services: services, name: name) { return "legacy" }
-        return nil
     }
 }

@@ -1,6 +1,7 @@
 import BLECore
 import DFUSimulator
 import Foundation
+import SimulatorHost
 
 /// `--describe`: the central adapters' controllers (docs/simulator.md "One controller per central adapter"): what each
 /// carries, where the figures come from, and what its links of each device profile get when they share its air.

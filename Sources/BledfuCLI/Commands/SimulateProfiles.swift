@@ -3,7 +3,6 @@ import BLECore
 import DFUPackage
 import DFUSimulator
 import Foundation
-import Logging
 import SimulatorHost
 
 /// `--device NAME[:COUNT]`: a profile in Firmware/ (or a path to a profile JSON) and how many instances to run.
@@ -27,84 +26,6 @@ struct SimulatedDeviceRequest: Hashable, Sendable {
 
     /// A path (contains '/' or ends in .json) rather than a profile name.
     var isPath: Bool { name.contains("/") || name.hasSuffix(".json") }
-}
-
-/// A simulated device's profile: Secure DFU, Legacy DFU (`"family": "legacy"` in its JSON) or MCUmgr SMP into
-/// MCUboot (`"family": "smp"`).
-enum SimulatedProfile: Sendable {
-    case secure(DeviceProfile)
-    case legacy(LegacyDeviceProfile)
-    case smp(SMPDeviceProfile)
-
-    var name: String {
-        switch self {
-        case .secure(let profile): profile.name
-        case .legacy(let profile): profile.name
-        case .smp(let profile): profile.name
-        }
-    }
-
-    var address: BluetoothAddress {
-        switch self {
-        case .secure(let profile): profile.address
-        case .legacy(let profile): profile.address
-        case .smp(let profile): profile.address
-        }
-    }
-}
-
-/// One device instance ready to run: its profile after overrides and the faults it injects.
-struct SimulatedDeviceSpec: Sendable {
-    var device: SimulatedProfile
-    var faults: FaultPlan
-
-    /// The identity (application-mode) address: the key of its status and state files.
-    var identity: BluetoothAddress { device.address }
-    var name: String { device.name }
-
-    /// The device as the host makes it: restored from `--state-dir`, reporting to the host's status files. One
-    /// factory per family (a new family adds a case to ``SimulatedProfile`` and a factory here).
-    func hostedEntry(stateDirectory: String?, sharedAir: SharedAir? = nil) -> HostedDeviceEntry {
-        let spec = self
-        return HostedDeviceEntry(identity: identity, name: name) { reporter in
-            let logger = Logger(label: "bledfu.simulator.\(spec.name)")
-            switch spec.device {
-            case .secure(let profile):
-                return spec.makeSecure(
-                    profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger, sharedAir: sharedAir)
-            case .legacy(let profile):
-                return spec.makeLegacy(
-                    profile, reporter: reporter, stateDirectory: stateDirectory, logger: logger, sharedAir: sharedAir)
-            case .smp(let profile):
-                return await SMPSimulator.makeDevice(
-                    profile, faults: spec.faults, reporter: reporter, stateDirectory: stateDirectory, sharedAir: sharedAir)
-            }
-        }
-    }
-
-    private func makeSecure(
-        _ profile: DeviceProfile, reporter: StatusReporter, stateDirectory: String?, logger: Logger, sharedAir: SharedAir?
-    ) -> VirtualDevice
-    {
-        let restoring = stateDirectory.flatMap { SimulatorFiles.loadPersistentState(identity, from: $0) }
-        let persistentSink: (@Sendable (DevicePersistentState) async -> Void)? =
-            stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
-        return VirtualDevice(
-            profile: profile, faults: faults, clock: ContinuousClock(), statusSink: { state in reporter.publish(state) },
-            restoring: restoring, persistentSink: persistentSink, logger: logger, sharedAir: sharedAir)
-    }
-
-    private func makeLegacy(
-        _ profile: LegacyDeviceProfile, reporter: StatusReporter, stateDirectory: String?, logger: Logger,
-        sharedAir: SharedAir?
-    ) -> VirtualLegacyDevice {
-        let restoring = stateDirectory.flatMap { SimulatorFiles.loadLegacyPersistentState(identity, from: $0) }
-        let persistentSink: (@Sendable (LegacyPersistentState) async -> Void)? =
-            stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
-        return VirtualLegacyDevice(
-            profile: profile, faults: faults, clock: ContinuousClock(), statusSink: { state in reporter.publish(state) },
-            restoring: restoring, persistentSink: persistentSink, logger: logger, sharedAir: sharedAir)
-    }
 }
 
 /// Profile lookup and command-line overrides for `bledfu simulate`.
@@ -212,38 +133,6 @@ enum SimulatorProfiles {
             let state = try? JSONDecoder().decode(DeviceState.self, from: data)
         else { return }
         profile.installed = state.installed
-    }
-}
-
-/// File names of the simulator.
-enum SimulatorFiles {
-    /// "C6-05-04-03-02-01.json": a device's status or state file, by identity address.
-    static func stateName(_ address: BluetoothAddress) -> String { SimulatorHostFiles.stateName(address) }
-
-    /// "C6-05-04-03-02-01.state.json": a device's flash and bootloader settings (`--state-dir`).
-    static func persistentStateName(_ address: BluetoothAddress) -> String { SimulatorHostFiles.persistentStateName(address) }
-
-    /// The Legacy device's flash `--state-dir` kept (nil when absent or unreadable).
-    static func loadLegacyPersistentState(_ identity: BluetoothAddress, from stateDirectory: String) -> LegacyPersistentState? {
-        let path = stateDirectory + "/" + persistentStateName(identity)
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? JSONDecoder().decode(LegacyPersistentState.self, from: data)
-    }
-
-    /// The flash and settings `--state-dir` kept for the device with this identity (nil when absent or unreadable).
-    static func loadPersistentState(_ identity: BluetoothAddress, from stateDirectory: String)
-        -> DevicePersistentState?
-    {
-        loadPersistentState(DevicePersistentState.self, identity, from: stateDirectory)
-    }
-
-    /// A device's persistent state of its family's type (SMP: the MCUboot slots).
-    static func loadPersistentState<State: Decodable>(
-        _ type: State.Type, _ identity: BluetoothAddress, from stateDirectory: String
-    ) -> State? {
-        let path = stateDirectory + "/" + persistentStateName(identity)
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? JSONDecoder().decode(State.self, from: data)
     }
 }
 

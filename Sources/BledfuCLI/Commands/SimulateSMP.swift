@@ -1,31 +1,7 @@
 import BLECore
 import DFUSimulator
 import Foundation
-import Logging
 import SimulatorHost
-
-/// `bledfu simulate --device smp-sensor`: the SMP devices' part of the simulator (docs/simulator.md, "SMP devices").
-enum SMPSimulator {
-    /// Makes the virtual SMP device of `profile`, restoring its slots from `--state-dir`, writing its status file on
-    /// every change and its slots to the state directory.
-    static func makeDevice(
-        _ profile: SMPDeviceProfile, faults: FaultPlan, reporter: StatusReporter, stateDirectory: String?,
-        sharedAir: SharedAir? = nil
-    ) async -> VirtualSMPDevice {
-        let restoring = stateDirectory.flatMap {
-            SimulatorFiles.loadPersistentState(SMPDevicePersistentState.self, profile.address, from: $0)
-        }
-        let persistentSink: (@Sendable (SMPDevicePersistentState) async -> Void)? =
-            stateDirectory == nil ? nil : { @Sendable state in reporter.persist(state) }
-        let device = VirtualSMPDevice(
-            profile: profile, faults: SMPFaults(plan: faults, crashNewImage: faults.crashNewImage == true), clock: ContinuousClock(), restoring: restoring,
-            statusSink: { state in reporter.publish(state) }, persistentSink: persistentSink,
-            logger: Logger(label: "bledfu.simulator.\(profile.name)"), sharedAir: sharedAir)
-        if stateDirectory != nil { reporter.persist(await device.persistentState()) }
-        reporter.publish(await device.state())
-        return device
-    }
-}
 
 /// `--describe` for an SMP device: its profile, link ceilings and the SMP bound of an upload of its first image's
 /// size.

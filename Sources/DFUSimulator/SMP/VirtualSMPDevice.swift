@@ -56,7 +56,7 @@ public actor VirtualSMPDevice {
             ?? profile.images.enumerated().map { MCUbootImagePair.factory($0.element, seed: "\(profile.name):\($0.offset)") }
         self.logic = SMPServerLogic(profile: profile, pairs: pairs)
         self.faults = faults
-        self.random = SplitMix64(state: faults.plan.seed)
+        self.random = SplitMix64(seed: faults.plan.seed)
         self.freeBuffers = max(1, profile.smp.bufferCount)
         let start = clock.now
         let now: @Sendable () -> Duration = { start.duration(to: clock.now) }

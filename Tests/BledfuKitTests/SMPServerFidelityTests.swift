@@ -1,5 +1,6 @@
 import ATT
 import BLECore
+import BledfuTestSupport
 import CBOR
 import Crypto
 import DFUSimulator
@@ -12,17 +13,27 @@ import VirtualRadio
 /// The virtual SMP device where Zephyr's img_mgmt and smp_bt do something a host can see (smp-mcuboot.md §4.2,
 /// §4.3, §5.2): the image check's answer for a slot that already holds the file, a resume only for the same `sha`
 /// and `len`, a half-reassembled request dropped when notifications are turned off, and the bootloader mode the
-/// profile declares.
+/// profile declares. The device is ``SMPKitBench``'s; an upload that must be done first goes through the shipped
+/// ``Updater`` (`smp.confirm=upload-only`).
 @Suite(.timeLimit(.minutes(5))) struct SMPServerFidelityTests {
     /// A connection with its GATT transport exposed (for raw writes and the CCCD).
-    static func open(_ bench: SMPTestBench) async throws -> (SMPClient, GATTSMPTransport) {
+    /// Every host wait only bounds a hang (the suite runs beside CPU hogs).
+    static let deadline: Duration = .seconds(120)
+
+    /// A hash-only MCUboot image as SMP uploads it.
+    static func image(size: Int) throws -> SMPUpdateImage {
+        let image = try SMPKitBench.image(size: size)
+        return SMPUpdateImage(imageIndex: 0, bytes: image.bytes, hash: image.hashTLV ?? [], version: "1.1.0")
+    }
+
+    static func open(_ bench: SMPKitBench) async throws -> (SMPClient, GATTSMPTransport) {
         let (host, device) = try SeqPacketBearer.makePair(linkInfo: LinkInfo(maximumPDUSize: 517))
         let virtual = bench.device
         Task { await virtual.serve(device) }
-        let att = ATTClient(bearer: host, transactionTimeout: SMPTestBench.deadline, clock: ContinuousClock())
+        let att = ATTClient(bearer: host, transactionTimeout: Self.deadline, clock: ContinuousClock())
         try await att.exchangeMTU()
         let transport = try await GATTSMPTransport.open(client: GATTClient(att: att))
-        return (SMPClient(transport: transport, configuration: bench.clientConfiguration, clock: ContinuousClock()), transport)
+        return (SMPClient(transport: transport, configuration: SMPClientConfiguration(timeout: Self.deadline, retries: 2), clock: ContinuousClock()), transport)
     }
 
     static func first(_ image: SMPUpdateImage, length: Int? = nil, sha: [UInt8]? = nil) -> SMPRequest {
@@ -35,9 +46,11 @@ import VirtualRadio
     /// IMG_ENABLE_IMAGE_CHECK: an upload of the file the secondary slot already holds is answered `off` = `len`,
     /// `match: true` at once; nothing is erased or written.
     @Test func aSlotThatHoldsTheFileAnswersAtOnce() async throws {
-        let bench = SMPTestBench()
-        let (_, image) = try SMPTestBench.image(size: 30_000, version: "1.1.0")
-        _ = try await SMPTestBench.updater(bench, mode: .uploadOnly).run([image])
+        let bench = SMPKitBench()
+        let file = try SMPKitBench.image(size: 30_000)
+        let image = try Self.image(size: 30_000)
+        let upload = await bench.update(SyntheticPackage.source(file.bytes, fileName: "app.bin"), confirm: "upload-only")
+        _ = try upload.result.get()
         let written = await bench.device.state().counters.uploadBytesWritten
         let (client, _) = try await Self.open(bench)
         let answer = try SMPUploadResponse(body: try await client.send(Self.first(image)))
@@ -50,8 +63,8 @@ import VirtualRadio
     /// A first chunk with the `sha` of the upload in progress but another `len` is a new upload (erase, offset 512),
     /// not a resume; with the same `len` it resumes at the held offset.
     @Test func resumeNeedsTheSameLength() async throws {
-        let bench = SMPTestBench()
-        let (_, image) = try SMPTestBench.image(size: 30_000, version: "1.1.0")
+        let bench = SMPKitBench()
+        let image = try Self.image(size: 30_000)
         let (client, _) = try await Self.open(bench)
         _ = try await client.send(Self.first(image))
         _ = try await client.send(.upload(SMPUploadChunk(offset: 512, data: image.bytes[512..<2048])))
@@ -66,7 +79,7 @@ import VirtualRadio
     /// (`smp_bt_ccc_changed`), so the next request is whole and answered. Kept, it would prefix the next one, whose
     /// length would then not match, and nothing would be answered.
     @Test func notificationsOffDropAHalfReassembledRequest() async throws {
-        let bench = SMPTestBench()
+        let bench = SMPKitBench()
         let (client, transport) = try await Self.open(bench)
         let message = SMPMessage(.write, group: .os, command: 0, sequence: 200, body: .textMap(["d": .text(String(repeating: "z", count: 600))]))
         let bytes = message.encoded()
@@ -80,9 +93,9 @@ import VirtualRadio
     /// Bootloader information's mode is the profile's (`bootloader_mode`), swap without scratch (3) by default.
     @Test(arguments: [3, 5])
     func bootloaderModeComesFromTheProfile(mode: Int) async throws {
-        var profile = SMPTestBench.profile()
+        var profile = SMPKitBench.profile()
         profile.mcuboot.mode = mode
-        let bench = SMPTestBench(profile: profile)
+        let bench = SMPKitBench(profile: profile)
         let (client, _) = try await Self.open(bench)
         let info = SMPBootloaderInfo(body: try await client.send(.bootloaderInfo(query: "mode")))
         #expect(info.mode == mode)
