@@ -27,13 +27,15 @@ import Testing
     }
 
     /// The mode is the family's to check: a Legacy mode on a Secure package is refused as an option, before
-    /// anything connects; a forced family that is not registered is refused by name.
+    /// anything connects; a forced family that is not registered is refused by name, one that is registered but
+    /// does not read the package says so (exit 46, as for auto-detection).
     @Test func planChecksTheModeAndTheFamily() throws {
         let source = SyntheticPackage.source(try SyntheticPackage.secureApplication(Self.image), fileName: "s.zip")
         #expect(throws: DFUError(.invalidOption, "")) { try Updater.plan(source, options: UpdateOptions(pacing: "stream")) }
         #expect(try Updater.plan(source, options: UpdateOptions(pacing: "prn:12")).family == .secure)
         #expect(throws: DFUError(.unknownFamily, "")) { try Updater.plan(source, family: DFUFamilyID("fota")) }
-        #expect(throws: DFUError(.invalidPackage, "")) { try Updater.plan(source, family: .smp) }
+        // A forced family that says "not mine" is refused as auto-detection refuses another family's package.
+        #expect(throws: DFUError(.incompatiblePackage, "")) { try Updater.plan(source, family: .smp) }
     }
 
     @Test func servicesAndOptionSettingsComeFromTheFamilies() {
