@@ -120,24 +120,37 @@ struct UploadProcessResult: CustomStringConvertible {
     }
 }
 
+/// What the campaign reads from a virtual device's status file: the packet bytes it received (kept, not dropped).
+protocol CampaignDeviceState: Decodable {
+    var packetBytesReceived: Int { get }
+}
+
+extension DeviceState: CampaignDeviceState {
+    var packetBytesReceived: Int { Int(counters.bytesReceived) }
+}
+
+extension LegacyDeviceState: CampaignDeviceState {
+    var packetBytesReceived: Int { Int(counters.bytesReceived) }
+}
+
 /// A `bledfu simulate` child hosting one virtual device on a virtual radio directory; the device lives in that
-/// process, so it outlives every `bledfu flash` the campaign kills. Its status file (`DeviceState`, rewritten on
-/// every change) tells the campaign how many bytes the device received and what it installed.
-final class SimulatorChild {
+/// process, so it outlives every `bledfu flash` the campaign kills. Its status file (`State`: a Secure DFU
+/// `DeviceState` or a `LegacyDeviceState`, rewritten on every change) tells the campaign how many bytes the device
+/// received and what it installed.
+final class SimulatorChild<State: CampaignDeviceState> {
     let child: ChildProcess
+    let radio: URL
     let statusFile: URL
 
-    /// Starts the simulator and waits (bounded) until the device advertises.
-    init(setup: ProcessSetup, directory: URL, profile: URL, address: String, faults: [String], name: String) throws {
-        let radio = directory.appendingPathComponent("radio")
+    /// Starts `bledfu simulate --device device` (a profile's name or path) with `options`, and waits (bounded)
+    /// until the device advertises and publishes its state.
+    init(setup: ProcessSetup, directory: URL, device: String, address: String, options: [String], name: String) throws {
+        radio = directory.appendingPathComponent("radio")
         let status = directory.appendingPathComponent("status")
         try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
         statusFile = status.appendingPathComponent(address.replacingOccurrences(of: ":", with: "-") + ".json")
-        var arguments = [
-            "simulate", "--adapter", "virtual:\(radio.path)", "--device", profile.path, "--status-dir", status.path,
-            "--state-dir", directory.appendingPathComponent("device").path,
-        ]
-        if !faults.isEmpty { arguments += ["--fault", faults.joined(separator: ",")] }
+        let arguments =
+            ["simulate", "--adapter", "virtual:\(radio.path)", "--device", device, "--status-dir", status.path] + options
         child = try ChildProcess(setup.bledfu, arguments, output: directory.appendingPathComponent(name))
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline, child.isRunning {
@@ -151,13 +164,13 @@ final class SimulatorChild {
     }
 
     /// The device's last published state (nil while the file is missing or being replaced).
-    func state() -> DeviceState? {
+    func state() -> State? {
         guard let data = FileManager.default.contents(atPath: statusFile.path) else { return nil }
-        return try? JSONDecoder().decode(DeviceState.self, from: data)
+        return try? JSONDecoder().decode(State.self, from: data)
     }
 
     /// Packet bytes the device received (kept, not dropped) since the simulator started.
-    func bytesReceived() -> Int? { state().map { Int($0.counters.bytesReceived) } }
+    func bytesReceived() -> Int? { state()?.packetBytesReceived }
 
     func stop() { child.stop() }
 }

@@ -48,7 +48,12 @@ struct LegacyProcessRun {
         let expected = DFUSimulatorDigest.sha256Hex(image)
         let package = try makePackage(image, in: directory)
         let journal = directory.appendingPathComponent("journal")
-        let simulator = try LegacySimulatorChild(setup: setup, directory: directory, plan: plan)
+        // The device's own process with the run's disconnects; its status file is a `LegacyDeviceState`.
+        var options = ["--speedup", String(format: "%g", setup.speedup / 2)]
+        if !plan.faults.isEmpty { options += ["--fault", plan.faults.joined(separator: ",")] }
+        let simulator = try SimulatorChild<LegacyDeviceState>(
+            setup: setup, directory: directory, device: plan.device.profile, address: plan.device.address,
+            options: options, name: "simulate")
         defer { simulator.stop() }
         var lastStatus: Int32?
         for threshold in plan.killsAfterBytes where lastStatus != 0 {
@@ -96,7 +101,7 @@ struct LegacyProcessRun {
     }
 
     /// `bledfu flash` (or `bledfu resume` once a journal exists), killed at `killAt` device Packet bytes when given.
-    private func runUpload(package: URL, journal: URL, simulator: LegacySimulatorChild, killAt: Int?, number: Int) throws
+    private func runUpload(package: URL, journal: URL, simulator: SimulatorChild<LegacyDeviceState>, killAt: Int?, number: Int) throws
         -> UploadProcessResult
     {
         let hasJournal = ((try? FileManager.default.contentsOfDirectory(atPath: journal.path)) ?? []).contains {
@@ -144,43 +149,4 @@ struct LegacyProcessRun {
         }
         return package
     }
-}
-
-/// A `bledfu simulate` child hosting one Legacy profile with the run's disconnects; its status file
-/// (`LegacyDeviceState`) tells the campaign the device's Packet bytes and what it installed.
-final class LegacySimulatorChild {
-    let child: ChildProcess
-    let radio: URL
-    let statusFile: URL
-
-    init(setup: ProcessSetup, directory: URL, plan: LegacyRunPlan) throws {
-        radio = directory.appendingPathComponent("radio")
-        let status = directory.appendingPathComponent("status")
-        try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
-        statusFile = status.appendingPathComponent(plan.device.address.replacingOccurrences(of: ":", with: "-") + ".json")
-        var arguments = [
-            "simulate", "--adapter", "virtual:\(radio.path)", "--device", plan.device.profile, "--status-dir", status.path,
-            "--speedup", String(format: "%g", setup.speedup / 2),
-        ]
-        if !plan.faults.isEmpty { arguments += ["--fault", plan.faults.joined(separator: ",")] }
-        child = try ChildProcess(setup.bledfu, arguments, output: directory.appendingPathComponent("simulate"))
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, child.isRunning {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: radio.path)) ?? []
-            if names.contains(where: { $0.hasSuffix(".adv") }), state() != nil { return }
-            usleep(5_000)
-        }
-        let log = child.stderr
-        child.stop()
-        throw CampaignSetupError("bledfu simulate did not start: \(log)")
-    }
-
-    func state() -> LegacyDeviceState? {
-        guard let data = FileManager.default.contents(atPath: statusFile.path) else { return nil }
-        return try? JSONDecoder().decode(LegacyDeviceState.self, from: data)
-    }
-
-    func bytesReceived() -> Int? { state().map { Int($0.counters.bytesReceived) } }
-
-    func stop() { child.stop() }
 }

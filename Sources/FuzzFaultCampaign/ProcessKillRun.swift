@@ -19,6 +19,12 @@ struct ProcessKillRun {
     /// The device's identity address (its bootloader advertises at + 1).
     static let address = "C0:11:22:33:44:F0"
 
+    /// The device keeps its flash in `directory/device` (a restored simulator finds it there).
+    static func simulateOptions(directory: URL, faults: [String]) -> [String] {
+        ["--state-dir", directory.appendingPathComponent("device").path]
+            + (faults.isEmpty ? [] : ["--fault", faults.joined(separator: ",")])
+    }
+
     func run() -> RunReport {
         var report = RunReport(
             plan: plan, verdict: .violation, attempts: 0, interruptions: 0, bytesWritten: 0, bytesResent: 0,
@@ -44,9 +50,9 @@ struct ProcessKillRun {
         let profile = try writeProfile(in: directory)
         let journal = directory.appendingPathComponent("journal")
         let faults = plan.items.filter { !$0.hasPrefix("seed=") }.isEmpty ? [] : plan.items
-        let simulator = try SimulatorChild(
-            setup: setup, directory: directory, profile: profile, address: Self.address, faults: faults,
-            name: "simulate")
+        let simulator = try SimulatorChild<DeviceState>(
+            setup: setup, directory: directory, device: profile.path, address: Self.address,
+            options: Self.simulateOptions(directory: directory, faults: faults), name: "simulate")
         defer { simulator.stop() }
         let (processes, lastStatus) = try killsAndReruns(
             package: package, journal: journal, simulator: simulator,
@@ -87,7 +93,7 @@ struct ProcessKillRun {
     /// The upload processes: one per kill threshold (each killed once the device has received that many bytes),
     /// then reruns until one succeeds (at most ``maxReruns``). Returns them and the last one's exit status.
     private func killsAndReruns(
-        package: URL, journal: URL, simulator: SimulatorChild, firstObjectEnd: Int, into report: inout RunReport
+        package: URL, journal: URL, simulator: SimulatorChild<DeviceState>, firstObjectEnd: Int, into report: inout RunReport
     ) throws -> ([UploadProcessResult], Int32?) {
         var processes: [UploadProcessResult] = []
         var lastStatus: Int32?
@@ -121,9 +127,9 @@ struct ProcessKillRun {
         package: URL, journal: URL, directory: URL, profile: URL, expected: String, number: Int,
         into report: inout RunReport
     ) throws {
-        let restored = try SimulatorChild(
-            setup: setup, directory: directory, profile: profile, address: Self.address, faults: [],
-            name: "simulate-restored")
+        let restored = try SimulatorChild<DeviceState>(
+            setup: setup, directory: directory, device: profile.path, address: Self.address,
+            options: Self.simulateOptions(directory: directory, faults: []), name: "simulate-restored")
         defer { restored.stop() }
         let next = try runUpload(package: package, journal: journal, simulator: restored, killAt: nil, number: number)
         report.processes.append(next)
@@ -137,7 +143,7 @@ struct ProcessKillRun {
 
     /// The simulator's status once it reports `expected` installed (it resets into the image after the process
     /// ended), or after 3 s of 10 ms looks at its status file (a child process: no event to wait on).
-    private static func state(of simulator: SimulatorChild, installing expected: String) -> DeviceState? {
+    private static func state(of simulator: SimulatorChild<DeviceState>, installing expected: String) -> DeviceState? {
         var state = simulator.state()
         for _ in 0..<300 where state?.installed.application?.sha256.lowercased() != expected {
             usleep(10_000)
@@ -157,7 +163,7 @@ struct ProcessKillRun {
     /// so without that wait the same seed would rerun `bledfu flash` (no journal yet) on one machine and
     /// `bledfu resume` on another.
     private func runUpload(
-        package: URL, journal: URL, simulator: SimulatorChild, killAt: Int?, number: Int, firstObjectEnd: Int = 0
+        package: URL, journal: URL, simulator: SimulatorChild<DeviceState>, killAt: Int?, number: Int, firstObjectEnd: Int = 0
     ) throws -> UploadProcessResult {
         // A journal file as `bledfu resume` finds it (JournalFileStore.all): `<address>-<sha>.json`. The temporary
         // `.<name>.<pid>.tmp` a save writes before its rename is not one: a kill between the two leaves no journal.

@@ -96,33 +96,7 @@ public final class SocketBearer: ATTBearer {
         if let limit = linkInfo.maximumPDUSize, let pdu = pdus.first(where: { $0.count > limit }) {
             throw BearerError(.pduTooLarge, "\(pdu.count) bytes, link carries \(limit)")
         }
-        var next = pdus.startIndex
-        let fd = try open()
-        defer { descriptor.release() }
-        while next < pdus.endIndex {
-            if descriptor.isClosed { throw BearerError(.closed, "bearer closed") }
-            let result: IOResult<Int>
-            do throws(Errno) {
-                result = try fd.send(messages: pdus[next...])
-            } catch {
-                throw mapError(error, operation: "sendmmsg")
-            }
-            switch result {
-            case .processed(let sent):
-                logger.trace("sent PDUs", metadata: ["att.count": "\(sent)"])
-                next += max(sent, 0)
-                if sent <= 0 {
-                    throw BearerError(.system, "sendmmsg took no message")
-                }
-            case .wouldBlock:
-                aboutToWait()
-                do throws(Errno) {
-                    try await fd.waitWritable()
-                } catch {
-                    throw mapWaitError(error)
-                }
-            }
-        }
+        try await sendAll(pdus.count) { fd, next throws(Errno) in try fd.send(messages: pdus[next...]) }
     }
 
     /// Each message `prefix` + payload, put together in a reused sendmmsg(2) buffer (``SendBatch``), up to
@@ -134,14 +108,24 @@ public final class SocketBearer: ATTBearer {
         }
         let batch = sendBuffers.withLock { $0.take() } ?? SendBatch()
         defer { sendBuffers.withLock { $0 = batch } }
-        var next = payloads.startIndex
+        try await sendAll(payloads.count) { fd, next throws(Errno) in
+            try fd.send(payloads: payloads[next...], prefix: prefix, using: batch)
+        }
+    }
+
+    /// `count` messages, `sendFrom(fd, next)` sending from the `next`th on (it returns how many the kernel took), until
+    /// all are sent; on EAGAIN it waits until the socket is writable.
+    private func sendAll(
+        _ count: Int, _ sendFrom: (SocketDescriptor, Int) throws(Errno) -> IOResult<Int>
+    ) async throws(BearerError) {
+        var next = 0
         let fd = try open()
         defer { descriptor.release() }
-        while next < payloads.endIndex {
+        while next < count {
             if descriptor.isClosed { throw BearerError(.closed, "bearer closed") }
             let result: IOResult<Int>
             do throws(Errno) {
-                result = try fd.send(payloads: payloads[next...], prefix: prefix, using: batch)
+                result = try sendFrom(fd, next)
             } catch {
                 throw mapError(error, operation: "sendmmsg")
             }
