@@ -27,7 +27,7 @@ var targets: [Target] = [
     ),
     // Layer 0: C declarations of the Linux calls Swift's Glibc module leaves out (epoll, sendmmsg/recvmmsg).
     .target(name: "CLinuxShim", path: "Sources/CLinuxShim"),
-    // Layer 0: the commit a build was made from (`bledfu --version`; tools/package stamps it with -Xcc -DBLEDFU_COMMIT).
+    // Layer 0: the commit slot `bledfu --version` reads (tools/stamp-commit writes the commit into a built binary).
     .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
     // Layer 1: pure value types shared by every layer (bytes, addresses, UUIDs, CRCs, the bearer protocol).
     .target(name: "BLECore", swiftSettings: swiftSettings),

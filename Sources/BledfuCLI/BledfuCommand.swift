@@ -11,10 +11,12 @@ import GATT
 public struct BledfuCommand: AsyncParsableCommand {
     public static let version = "0.1.0"
 
-    /// The commit this binary was built from, as the build stamped it (tools/package: `-Xcc -DBLEDFU_COMMIT=...`),
-    /// or nil for a build that was not stamped.
+    /// The commit this binary was built from, as tools/package stamped it into the binary's commit slot
+    /// (CBuildInfo), or nil for a binary nobody stamped.
     public static var commit: String? {
-        let stamped = String(cString: bledfu_build_commit())
+        var buffer = [CChar](repeating: 0, count: 64)
+        bledfu_build_commit(&buffer, buffer.count)
+        let stamped = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return stamped.isEmpty ? nil : stamped
     }
 

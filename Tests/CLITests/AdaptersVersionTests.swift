@@ -23,6 +23,26 @@ import VirtualRadio
         #expect(release.map { String($0.1) } == BledfuCommand.version, "CHANGELOG.md has no release section for \(BledfuCommand.version)")
     }
 
+    /// tools/stamp-commit (what tools/package runs on the copy it packages) writes the commit into the binary's
+    /// slot: the stamped copy names it, nothing is rebuilt, and a slot stamped already is refused.
+    @Test func aStampedCopyNamesItsCommit() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bledfu-stamp-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let copy = directory.appendingPathComponent("bledfu")
+        try FileManager.default.copyItem(at: CLIRunner.binary, to: copy)
+        let tool = URL(fileURLWithPath: CLIRunner.repositoryRoot.appendingPathComponent("tools/stamp-commit").path)
+        let first = try await CLIRunner.run([copy.path, "0123456789ab-dirty"], executable: tool)
+        #expect(first.status == 0, "\(first.stderr)")
+        let stamped = try await CLIRunner.run(["--version"], executable: copy)
+        #expect(stamped.stdout == "\(BledfuCommand.version) (commit 0123456789ab-dirty)\n", "\(stamped.stderr)")
+        let again = try await CLIRunner.run([copy.path, "fedcba987654"], executable: tool)
+        #expect(again.status != 0 && again.stderr.contains("stamped already"), "\(again.stderr)")
+        #expect(try await CLIRunner.run(["--version"], executable: copy).stdout == stamped.stdout)
+        // The unstamped binary says so.
+        #expect(try await CLIRunner.run(["--version"]).stdout == "\(BledfuCommand.version) (unknown commit)\n")
+    }
+
     /// A virtual radio's adapters: `default` and an adapter with a controller profile, with the links each holds
     /// and allows, as a table and as NDJSON.
     @Test func adaptersListsAVirtualRadiosControllers() async throws {

@@ -1,13 +1,14 @@
 #ifndef CBUILDINFO_H
 #define CBUILDINFO_H
 
-// The commit `bledfu --version` names. tools/package (and anyone building a release) stamps it without touching
-// the tree: `swift build -Xcc '-DBLEDFU_COMMIT="<hash>"'`; a build without it says "unknown commit". The value
-// lives in a static inline function so that Swift's importer sees the define of the build that compiles it.
-#ifndef BLEDFU_COMMIT
-#define BLEDFU_COMMIT ""
-#endif
+#include <stddef.h>
 
-static inline const char *bledfu_build_commit(void) { return BLEDFU_COMMIT; }
+// The commit `bledfu --version` names. The build leaves a slot for it in the binary (build_info.c): the marker
+// "@(#)bledfu-commit:" followed by 46 zero bytes. tools/package writes the commit into that slot of the copy it
+// packages (`tools/package`, step 1), so a stamp never changes a compiler flag and never rebuilds anything; a build
+// nobody stamped says "unknown commit".
+
+/// Copies the stamped commit (empty when unstamped) into `buffer` as a C string of at most `size - 1` bytes.
+void bledfu_build_commit(char *buffer, size_t size);
 
 #endif
