@@ -223,7 +223,7 @@ public struct BatchScheduler: Sendable {
             return finish(retryable: result.retryable, backPressure: result.backPressure)
         }
         events(.progress(address: address, DeviceProgress(stage: "verifying", bytes: job.package.totalBytes, total: job.package.totalBytes)))
-        let after = await flasher.probe(job.target, adapter: job.adapter, options: job.options, afterUpdate: true)
+        let after = await probeAfterUpdate(job)
         outcome.versionAfter = after.applicationVersion
         if after.mode == .bootloader, job.package.targetVersion != nil {
             outcome.error = "after the update the device stays in its bootloader (the new application does not start)"
@@ -235,5 +235,26 @@ public struct BatchScheduler: Sendable {
         }
         outcome.result = .done
         return finish()
+    }
+}
+
+extension BatchScheduler {
+    /// The probe after an update. A link the adapter's controller could not give at that moment (back-pressure:
+    /// its other links are busy) says nothing about the device: the probe is tried again after
+    /// ``backPressureInterval`` on ``clock``, at most ``backPressureLimit`` times, so the record gets the version
+    /// the device now runs.
+    func probeAfterUpdate(_ job: FlashJob) async -> DeviceProbe {
+        var after = await flasher.probe(job.target, adapter: job.adapter, options: job.options, afterUpdate: true)
+        var refusals = 0
+        while after.backPressure != nil, refusals < backPressureLimit, !Task.isCancelled {
+            refusals += 1
+            do {
+                try await clock.sleep(for: backPressureInterval)
+            } catch {
+                break  // cancelled: the device was taken over; its record is not this station's to finish
+            }
+            after = await flasher.probe(job.target, adapter: job.adapter, options: job.options, afterUpdate: true)
+        }
+        return after
     }
 }

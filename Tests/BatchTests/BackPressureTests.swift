@@ -118,6 +118,34 @@ import Testing
         #expect(busyFlasher.calls.withLock { $0 } == 3)
     }
 
+    /// The probe after an update that gets no link (the adapter's other links are busy) is no answer about the
+    /// device: it is tried again after the adapter's rest on the scheduler's clock, and the record gets the version
+    /// the device runs (before: "done" with no version after).
+    @Test func aProbeAfterTheUpdateWithoutALinkIsTriedAgain() async throws {
+        let (log, logURL) = try await Fixture.temporaryDatabase()
+        defer { Fixture.remove(logURL) }
+        let clock = ManualClock()
+        let flasher = BusyFlasher(busyTimes: 0, refusedAfterProbes: 2)
+        var scheduler = BatchScheduler(
+            plan: Fixture.plan(adapters: [("hci0", 1)], retries: 0), packages: ["bracelet": Fixture.package],
+            flasher: flasher, log: log, batch: "line.yaml")
+        scheduler.now = Fixture.steppingClock()
+        scheduler.clock = clock
+        scheduler.backPressureInterval = .seconds(2)
+        let run = Task { try await scheduler.run(targets: Fixture.targets(1)) }
+        for refusal in 1...2 {
+            // Heartbeat, watchdog and the probe's rest sleep on the clock: wake the rest only.
+            await clock.waitForSleepers(3)
+            #expect(flasher.afterProbes.withLock { $0 } == refusal)
+            clock.advance(by: .seconds(2))
+        }
+        let summary = try await run.value
+        #expect(summary.done == 1)
+        #expect(flasher.afterProbes.withLock { $0 } == 3)
+        let devices = try await log.devices(batch: "line.yaml")
+        #expect(devices.count == 1 && devices.allSatisfy { $0.status == .done && $0.versionAfter == 2 }, "\(devices)")
+    }
+
     /// An adapter that never frees a link does not keep the line forever: after `backPressureLimit` refusals in a
     /// row the attempt counts as an ordinary failure (here: no retries, so the device fails).
     @Test func anAdapterThatNeverFreesALinkEndsTheDevice() async throws {
@@ -168,15 +196,18 @@ import Testing
     }
 
     /// Refuses the first `busyTimes` flashes as "adapter busy" (exit 22), then flashes; the first `refusedProbes`
-    /// probes get no link ("no free link", exit 21).
+    /// probes, and the first `refusedAfterProbes` probes after an update, get no link ("no free link", exit 21).
     final class BusyFlasher: DeviceFlasher {
         let busyTimes: Int
         let calls = Mutex(0)
         let probes = Mutex(0)
+        let afterProbes = Mutex(0)
         let refusedProbes: Int
-        init(busyTimes: Int, refusedProbes: Int = 0) {
+        let refusedAfterProbes: Int
+        init(busyTimes: Int, refusedProbes: Int = 0, refusedAfterProbes: Int = 0) {
             self.busyTimes = busyTimes
             self.refusedProbes = refusedProbes
+            self.refusedAfterProbes = refusedAfterProbes
         }
 
         func probe(_ target: BatchTarget, adapter: BatchPlan.Adapter, options: BatchPlan.FlashOptions, afterUpdate: Bool) async
@@ -186,7 +217,11 @@ import Testing
                 value += 1
                 return value
             }
-            guard probe > refusedProbes else {
+            let after = afterProbes.withLock { value in
+                if afterUpdate { value += 1 }
+                return value
+            }
+            guard probe > refusedProbes, !afterUpdate || after > refusedAfterProbes else {
                 var refused = DeviceProbe(
                     mode: .unreachable, error: "adapter hci0 has 5 links and no free link", backPressure: .noFreeLink)
                 refused.exitCode = 21
