@@ -60,6 +60,12 @@ enum OffPool {
         }
         return try condition()
     }
+
+    /// Blocks the calling thread for `microseconds`. Only on a thread of its own (inside ``run(_:)``): a pause
+    /// between a watched point and the action taken there.
+    static func blockingPause(microseconds: useconds_t) {
+        usleep(microseconds)
+    }
 }
 
 extension ChildProcess {
