@@ -29,7 +29,7 @@ struct BatchBadInputTests {
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["bracelet:2"], ["--fault", "slow-flash=12"], speedup: 1)
-        try line.waitForDevices(2)
+        try await line.waitForDevices(2)
         let plan = try line.writePlan(expect: 2, connections: 2, retries: 3)
         let errors = line.directory.appendingPathComponent("batch.err").path
         let errorsFD = try FileIO.create(errors)

@@ -137,7 +137,7 @@ import Testing
         try line.simulate(["\(braceletF):2", sensorF], ["--fault", "disconnect-after-bytes=12000"], speedup: 20)
         let braceletH = try line.profile("bracelet", name: "BraceletH", address: "C6:05:04:03:30:01")
         try line.simulate([braceletH], ["--hw-version", "99"], speedup: 20)
-        try line.waitForDevices(16)
+        try await line.waitForDevices(16)
         // Two slot pools on one virtual adapter whose controller carries 5 links: 5 each (more is refused, exit 51).
         let plan = try line.writePlan(expect: 16, connections: 5, adapters: 2)
 
@@ -155,8 +155,8 @@ import Testing
 
         let report = try await line.report()
         #expect(report.count == 16)
-        let braceletSHA = try BatchLine.imageSHA("bracelet-app-v2.zip")
-        let sensorSHA = try BatchLine.imageSHA("sensor-app-v2.zip")
+        let braceletSHA = try await BatchLine.imageSHA("bracelet-app-v2.zip")
+        let sensorSHA = try await BatchLine.imageSHA("sensor-app-v2.zip")
         for (address, entry) in report {
             let status = entry.record["status"] as? String
             if address == "C6:05:04:03:30:01" {
@@ -178,7 +178,7 @@ import Testing
             #expect((entry.record["bytes"] as? Int ?? 0) > 0)
             #expect((entry.record["packageSHA256"] as? String)?.count == 64)
             let sha = address.hasPrefix("C6") ? braceletSHA : sensorSHA
-            let state = line.waitForApplication(address, sha256: sha)
+            let state = await line.waitForApplication(address, sha256: sha)
             #expect(state.map(BatchLine.applicationSHA) == sha, "\(address) runs the new image")
             #expect(BatchLine.updatesCompleted(state) == 1, "\(address) updated once")
         }
@@ -202,7 +202,7 @@ import Testing
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["bracelet:4", "sensor:4"], speedup: 4)
-        try line.waitForDevices(8)
+        try await line.waitForDevices(8)
         let plan = try line.writePlan(expect: 8, connections: 4)
         let output = line.directory.appendingPathComponent("first.out")
         let first = try SpawnedProcess(CLIRunner.binary, ["batch", plan, "--json"] + line.batchArguments, stdout: output)
@@ -215,9 +215,9 @@ import Testing
                 killed = true
                 break
             }
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
         }
-        first.waitUntilExit()
+        await first.waitForExit()
         #expect(killed, "the first run ended before any device finished")
         #expect(first.terminationStatus == 128 + SIGKILL)
         let before = try await line.report()

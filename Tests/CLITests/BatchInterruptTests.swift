@@ -63,27 +63,22 @@ struct BatchInterruptTests {
             _ condition: @escaping @Sendable ([String]) -> Bool, timeout: TimeInterval = 180, then action: @escaping @Sendable () -> Void = {}
         ) async -> Bool {
             (try? await OffPool.run { [self] () -> Bool in
-                let deadline = Date().addingTimeInterval(timeout)
-                while Date() < deadline {
+                var held = false
+                OffPool.blockingPoll(seconds: timeout) {
                     let (lines, ended) = box.state.withLock { ($0.lines, $0.ended) }
                     if condition(lines) {
                         action()
-                        return true
+                        held = true
                     }
-                    if ended { return false }
-                    usleep(10_000)
+                    return held || ended
                 }
-                return false
+                return held
             }) ?? false
         }
 
-        /// Waits (off the pool, at most `timeout` s) until the output has ended.
+        /// Waits (without holding a thread, at most `timeout` s) until the output has ended.
         func waitForEnd(timeout: TimeInterval = 240) async -> Bool {
-            (try? await OffPool.run { [self] () -> Bool in
-                let deadline = Date().addingTimeInterval(timeout)
-                while !ended && Date() < deadline { usleep(10_000) }
-                return ended
-            }) ?? false
+            await OffPool.poll(timeout: .seconds(timeout)) { ended }
         }
 
         static func events(_ name: String, in lines: [String]) -> [[String: Any]] {
@@ -100,10 +95,10 @@ struct BatchInterruptTests {
 
     /// Three bracelets, slow enough (speedup 1, flash 12x slower) that a Ctrl-C finds all three uploading even when
     /// this test lags behind them on a loaded machine.
-    static func line(faults: [String] = ["slow-flash=12"]) throws -> (BatchLine, String) {
+    static func line(faults: [String] = ["slow-flash=12"]) async throws -> (BatchLine, String) {
         let line = try BatchLine()
         try line.simulate(["bracelet:3"], faults.flatMap { ["--fault", $0] }, speedup: 1)
-        try line.waitForDevices(3)
+        try await line.waitForDevices(3)
         let plan = try line.writePlan(expect: 3, connections: 3, retries: 0)
         return (line, plan)
     }
@@ -130,7 +125,7 @@ struct BatchInterruptTests {
 
     @Test("First Ctrl-C: the line says at once it is stopping, every running flash stops at a safe point and stays pending; the same command finishes them")
     func firstInterruptStopsAtSafePoints() async throws {
-        let (line, plan) = try Self.line()
+        let (line, plan) = try await Self.line()
         defer { line.cleanUp() }
         let batch = try RunningBatch(["batch", plan, "--json"] + line.batchArguments)
         let state = line.state
@@ -169,7 +164,7 @@ struct BatchInterruptTests {
 
     @Test("Second Ctrl-C: the batch ends at once, its flash children are killed, their journals stay")
     func secondInterruptEndsAtOnce() async throws {
-        let (line, plan) = try Self.line(faults: ["stall-at=before-execute-data#2"])
+        let (line, plan) = try await Self.line(faults: ["stall-at=before-execute-data#2"])
         defer { line.cleanUp() }
         let stderrPath = line.directory.appendingPathComponent("batch.err").path
         let stderr = try FileIO.create(stderrPath)

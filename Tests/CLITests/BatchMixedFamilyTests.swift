@@ -11,7 +11,7 @@ import Testing
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["sensor:2", "smp-sensor:2"], speedup: 20)
-        try line.waitForDevices(4)
+        try await line.waitForDevices(4)
         let samples = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples").path
         let mcubootKey = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/keys/mcuboot-test-key-DO-NOT-USE.pub.pem").path
         let text = """
@@ -53,7 +53,7 @@ import Testing
             #expect(entry.record["status"] as? String == "done", "\(address): \(entry.record)")
         }
         // The Secure DFU sensors run the zip's application, the SMP sensors the MCUboot image, confirmed.
-        let sensorSHA = try BatchLine.imageSHA("sensor-app-v2.zip")
+        let sensorSHA = try await BatchLine.imageSHA("sensor-app-v2.zip")
         let smpHash = try #require(
             try MCUbootImage(bytes: Array(Data(contentsOf: URL(fileURLWithPath: "\(samples)/smp-sensor-app-v2.bin")))).hashTLV)
         var smpDone = 0
@@ -63,7 +63,7 @@ import Testing
             for _ in 0..<3000 {
                 state = FileManager.default.contents(atPath: path).flatMap { try? JSONDecoder().decode(SMPDeviceState.self, from: $0) }
                 if state?.images.first(where: { $0.active })?.confirmed == true, state?.connected == false { break }
-                usleep(10_000)
+                try await Task.sleep(for: .milliseconds(10))
             }
             let active = state?.images.first { $0.active }
             #expect(active?.hash == smpHash, "\(address) runs the MCUboot image")
@@ -72,7 +72,7 @@ import Testing
         }
         #expect(smpDone == 2)
         for (address, _) in report where !address.hasPrefix("E4") {
-            let state = line.waitForApplication(address, sha256: sensorSHA)
+            let state = await line.waitForApplication(address, sha256: sensorSHA)
             #expect(state.map(BatchLine.applicationSHA) == sensorSHA, "\(address) runs the new image")
         }
 

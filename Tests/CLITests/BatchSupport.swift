@@ -23,10 +23,8 @@ final class BatchLine {
     deinit { cleanUp() }
 
     func cleanUp() {
-        for simulator in simulators where simulator.process.isRunning {
-            simulator.process.terminate()
-            simulator.process.waitUntilExit()
-        }
+        // Bounded (SIGTERM'd children, at most 10 s each): called from `defer` and `deinit`, which cannot await.
+        for simulator in simulators { simulator.process.child.terminateBlocking() }
         simulators = []
         try? FileManager.default.removeItem(at: directory)
     }
@@ -50,8 +48,8 @@ final class BatchLine {
     }
 
     /// Waits (bounded) until `count` devices advertise.
-    func waitForDevices(_ count: Int) throws {
-        let ok = simulators.last?.waitUntil(timeout: 60) {
+    func waitForDevices(_ count: Int) async throws {
+        let ok = await simulators.last?.waitUntil(timeout: 60) {
             ((try? FileManager.default.contentsOfDirectory(atPath: radio.path)) ?? []).filter { $0.hasSuffix(".adv") }.count >= count
         }
         guard ok == true else {
@@ -126,13 +124,14 @@ final class BatchLine {
         return states
     }
 
-    /// Waits (bounded) until the device's status file shows the application with this SHA-256.
-    func waitForApplication(_ address: String, sha256: String) -> [String: Any]? {
+    /// Waits (bounded, 3 s, without holding a thread) until the device's status file shows the application with
+    /// this SHA-256.
+    func waitForApplication(_ address: String, sha256: String) async -> [String: Any]? {
         var last: [String: Any]?
-        for _ in 0..<300 {
+        await OffPool.poll(timeout: .seconds(3)) {
             last = deviceStates()[address]
-            if let last, Self.applicationSHA(last) == sha256, last["mode"] as? String == "app" { return last }
-            usleep(10_000)
+            guard let last else { return false }
+            return Self.applicationSHA(last) == sha256 && last["mode"] as? String == "app"
         }
         return last
     }
@@ -146,14 +145,14 @@ final class BatchLine {
     }
 
     /// SHA-256 of a sample package's application image.
-    static func imageSHA(_ sample: String) throws -> String {
+    static func imageSHA(_ sample: String) async throws -> String {
         let url = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/\(sample)")
         let package = try FirmwarePackage(contentsOf: url)
         let image = try #require(package.part(.application)?.image)
         let file = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("image-\(UUID().uuidString.prefix(8)).bin")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(image).write(to: file)
-        let output = try CLIRunner.runTool("/usr/bin/sha256sum", [file.path])
+        let output = try await CLIRunner.runTool("/usr/bin/sha256sum", [file.path])
         return String(output.split(separator: " ").first ?? "").lowercased()
     }
 }

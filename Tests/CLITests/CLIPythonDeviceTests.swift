@@ -10,24 +10,20 @@ import Testing
 
     final class Device {
         let radio: URL
-        let process: Process
+        let process: SpawnedProcess
 
-        init() throws {
+        init() async throws {
             radio = FileManager.default.temporaryDirectory.appendingPathComponent("bledfu-py-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [
-                "python3", CLIRunner.repositoryRoot.appendingPathComponent("tools/example-virtual-device.py").path,
-                "--radio", radio.path, "--address", CLIPythonDeviceTests.address, "--name", "Example",
-            ]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            // Wait (bounded) for the advertisement file: the device is up.
+            process = try SpawnedProcess(
+                URL(fileURLWithPath: "/usr/bin/env"),
+                [
+                    "python3", CLIRunner.repositoryRoot.appendingPathComponent("tools/example-virtual-device.py").path,
+                    "--radio", radio.path, "--address", CLIPythonDeviceTests.address, "--name", "Example",
+                ])
+            // Wait (bounded, without holding a thread) for the advertisement file: the device is up.
             let adv = radio.appendingPathComponent("C0-FF-EE-00-00-42.adv")
-            for _ in 0..<500 where !FileManager.default.fileExists(atPath: adv.path) { usleep(10_000) }
-            guard FileManager.default.fileExists(atPath: adv.path) else {
+            guard await OffPool.poll(timeout: .seconds(5), { FileManager.default.fileExists(atPath: adv.path) }) else {
                 process.terminate()
                 throw CLIError("the example device did not start")
             }
@@ -35,9 +31,9 @@ import Testing
 
         var adapter: String { "virtual:\(radio.path)" }
 
+        // Bounded (a SIGTERM'd child's exit): deinit cannot await.
         deinit {
-            process.terminate()
-            process.waitUntilExit()
+            process.child.terminateBlocking()
             try? FileManager.default.removeItem(at: radio)
         }
     }
@@ -48,7 +44,7 @@ import Testing
     }
 
     @Test func scanFindsTheDevice() async throws {
-        let device = try Device()
+        let device = try await Device()
         let result = try await CLIRunner.run(["scan", "--adapter", device.adapter, "--json", "--duration", "0.5"])
         #expect(result.status == 0, "\(result.stderr)")
         let events = result.lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -61,7 +57,7 @@ import Testing
     }
 
     @Test func listReadWriteSubscribe() async throws {
-        let device = try Device()
+        let device = try await Device()
         let list = try await CLIRunner.run(["gatt", "list", "--adapter", device.adapter, "--device", Self.address, "--values"])
         #expect(list.status == 0, "\(list.stderr)")
         #expect(list.stdout.contains("service 8E7F0001-4B5D-4E2A-9C3B-1D0F6A2B3C4D handles 0x0001-0x0004"))
@@ -89,24 +85,18 @@ import Testing
             if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("tshark is missing in CI (tools/setup installs it)") }
             return
         }
-        let device = try Device()
+        let device = try await Device()
         let capture = device.radio.appendingPathComponent("trace.btsnoop").path
         let read = try await CLIRunner.run([
             "gatt", "read", "--adapter", device.adapter, "--device", Self.address, "0x0003", "--capture", capture, "--trace",
         ])
         #expect(read.status == 0, "\(read.stderr)")
         #expect(read.stderr.contains("ATT > Read Request handle=0x0003"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tshark)
         // ATT records only: the link's Connection Complete and Disconnection Complete events come first and last.
-        process.arguments = ["-r", capture, "-Y", "btatt", "-T", "fields", "-e", "btatt.opcode", "-e", "btatt.handle"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.environment = ["HOME": NSTemporaryDirectory()]
-        try process.run()
-        let text = String(decoding: Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try await CLIRunner.run(
+            ["-r", capture, "-Y", "btatt", "-T", "fields", "-e", "btatt.opcode", "-e", "btatt.handle"],
+            environment: ["HOME": NSTemporaryDirectory()], timeout: 120, executable: URL(fileURLWithPath: tshark)
+        ).stdout
         let rows = text.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
         // Exchange MTU request and response, then Read Request on 0x0003 and its response.
         #expect(rows.first?.first == "0x02")

@@ -49,8 +49,8 @@ struct CLIRunner {
         }
     }
 
-    /// Like ``run(_:environment:timeout:executable:)``, blocking the calling thread: only for synchronous code that
-    /// cannot await (a polled condition). Reads both pipes on threads of their own and polls for the exit (at most
+    /// Like ``run(_:environment:timeout:executable:)``, blocking the calling thread: only on a thread of its own
+    /// (``OffPool/run(_:)``). Reads both pipes on threads of their own and polls for the exit (at most
     /// `timeout`, then SIGKILL); what the pipes hold is read to their end (at most 60 s more).
     @discardableResult
     static func runBlocking(
@@ -61,11 +61,11 @@ struct CLIRunner {
         let deadline = Date().addingTimeInterval(timeout)
         let outData = BlockingCollector(out.fd)
         let errData = BlockingCollector(err.fd)
-        while child.exit == nil && Date() < deadline { usleep(10_000) }
+        OffPool.blockingPoll(seconds: deadline.timeIntervalSinceNow) { child.exit != nil }
         if child.exit == nil {
             child.signal(SIGKILL)
             Issue.record("bledfu \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
-            while child.exit == nil { usleep(10_000) }  // SIGKILL: gone within moments
+            OffPool.blockingPoll(seconds: 60) { child.exit != nil }  // SIGKILL: gone within moments
         }
         let drain = Date().addingTimeInterval(60)
         return Result(
@@ -91,9 +91,10 @@ struct CLIRunner {
         return (child, try PipeReader(fd: out.read), try PipeReader(fd: err.read))
     }
 
-    /// Runs a system tool and returns its standard output.
-    static func runTool(_ path: String, _ arguments: [String]) throws -> String {
-        try runBlocking(arguments, timeout: 120, executable: URL(fileURLWithPath: path)).stdout
+    /// Runs a system tool to its end off the pool (``run(_:environment:timeout:executable:)``) and returns its
+    /// standard output.
+    static func runTool(_ path: String, _ arguments: [String]) async throws -> String {
+        try await run(arguments, timeout: 120, executable: URL(fileURLWithPath: path)).stdout
     }
 
     /// True when this kernel has no AF_BLUETOOTH (as on the build machines).
@@ -104,39 +105,5 @@ struct CLIRunner {
             return false
         }
         return errno == EAFNOSUPPORT
-    }
-}
-
-/// Reads a (non-blocking) descriptor to its end on a thread of its own, waiting with poll(2) between reads; closes
-/// it there (never while the thread may still read it).
-final class BlockingCollector: Sendable {
-    private let bytes = Mutex<[UInt8]>([])
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ fd: CInt) {
-        let thread = Thread { [self] in
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            while true {
-                var buffer = [UInt8](repeating: 0, count: 65_536)
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count > 0 {
-                    self.bytes.withLock { $0 += buffer[..<count] }
-                } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
-                    break
-                } else {
-                    _ = poll(&entry, 1, 1000)
-                }
-            }
-            close(fd)
-            self.done.signal()
-        }
-        thread.start()
-    }
-
-    /// The bytes, once the descriptor reached its end (or what came until `deadline`: a grandchild may keep the
-    /// pipe open).
-    func wait(until deadline: Date) -> [UInt8] {
-        _ = done.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow))
-        return bytes.withLock { $0 }
     }
 }

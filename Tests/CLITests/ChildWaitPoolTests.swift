@@ -31,14 +31,11 @@ struct ChildWaitPoolTests {
         // process could release the children: after a generous deadline this thread releases them itself (freeing
         // the pool so the test can report), and says the children never all ran.
         let allStarted = try await OffPool.run { () -> Bool in
-            let deadline = Date().addingTimeInterval(120)
             defer { FileManager.default.createFile(atPath: release, contents: nil) }
-            while Date() < deadline {
+            return OffPool.blockingPoll(seconds: 120) {
                 let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-                if names.filter({ $0.hasPrefix("started-") }).count == count { return true }
-                usleep(20_000)
+                return names.filter({ $0.hasPrefix("started-") }).count == count
             }
-            return false
         }
         let finished = try await results
         #expect(allStarted, "\(count) children awaited at once did not all start: the waits held the pool")

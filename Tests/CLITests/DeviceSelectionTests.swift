@@ -14,36 +14,31 @@ import Testing
             ("C0:FF:EE:00:00:A1", "Sensor-A", -70), ("C0:FF:EE:00:00:B2", "Sensor-B", -45), ("C0:FF:EE:00:00:C3", "Sensor-C", -60),
         ]
         let radio: URL
-        var processes: [Process] = []
+        var processes: [SpawnedProcess] = []
 
-        init() throws {
+        init() async throws {
             radio = FileManager.default.temporaryDirectory.appendingPathComponent("bledfu-sel-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
             for device in Self.devices {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = [
-                    "python3", CLIRunner.repositoryRoot.appendingPathComponent("tools/example-virtual-device.py").path,
-                    "--radio", radio.path, "--address", device.address, "--name", device.name, "--rssi", "\(device.rssi)",
-                ]
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
+                let process = try SpawnedProcess(
+                    URL(fileURLWithPath: "/usr/bin/env"),
+                    [
+                        "python3", CLIRunner.repositoryRoot.appendingPathComponent("tools/example-virtual-device.py").path,
+                        "--radio", radio.path, "--address", device.address, "--name", device.name, "--rssi", "\(device.rssi)",
+                    ])
                 processes.append(process)
             }
             for device in Self.devices {
                 let adv = radio.appendingPathComponent(device.address.replacingOccurrences(of: ":", with: "-") + ".adv")
-                for _ in 0..<1000 where !FileManager.default.fileExists(atPath: adv.path) { usleep(10_000) }
+                await OffPool.poll(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: adv.path) }
             }
         }
 
         var adapter: String { "virtual:\(radio.path)" }
 
+        // Bounded (SIGTERM'd children): deinit cannot await.
         deinit {
-            for process in processes {
-                process.terminate()
-                process.waitUntilExit()
-            }
+            for process in processes { process.child.terminateBlocking() }
             try? FileManager.default.removeItem(at: radio)
         }
     }
@@ -57,7 +52,7 @@ import Testing
     }
 
     @Test func scanIsSortedByRSSIAndFiltersWithANegativeFloor() async throws {
-        let sensors = try Sensors()
+        let sensors = try await Sensors()
         let all = try await CLIRunner.run(["scan", "--adapter", sensors.adapter, "--duration", "1"])
         #expect(all.status == 0, "\(all.stderr)")
         #expect(all.lines.map { String($0.prefix(17)) } == ["C0:FF:EE:00:00:B2", "C0:FF:EE:00:00:C3", "C0:FF:EE:00:00:A1"], "\(all.stdout)")
@@ -76,7 +71,7 @@ import Testing
             #expect(ProcessInfo.processInfo.environment["CI"] != "true", "tmux is missing (tools/setup installs it)")
             return
         }
-        let sensors = try Sensors()
+        let sensors = try await Sensors()
         let words = [CLIRunner.binary.path, "scan", "--adapter", sensors.adapter, "--duration", "2"]
         let screen = try TmuxScreen(width: 80, height: 24, command: words.map(TmuxScreen.quote).joined(separator: " "))
         let end = try await screen.watch(timeout: 60) { lines in lines.contains { $0.hasPrefix("[exit") } }
@@ -86,7 +81,7 @@ import Testing
     }
 
     @Test func aNameSeveralDevicesAnswerToIsAnErrorListingThem() async throws {
-        let sensors = try Sensors()
+        let sensors = try await Sensors()
         let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/sensor-app-v2.zip").path
         let result = try await CLIRunner.run(["flash", sample, "--adapter", sensors.adapter, "--name", "Sensor", "--scan-timeout", "5"])
         #expect(result.status == 23, "\(result.stderr)")
@@ -107,7 +102,7 @@ import Testing
     }
 
     @Test func strongestTakesTheLoudest() async throws {
-        let sensors = try Sensors()
+        let sensors = try await Sensors()
         let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/sensor-app-v2.zip").path
         let result = try await CLIRunner.run([
             "flash", sample, "--adapter", sensors.adapter, "--name", "Sensor", "--strongest", "--scan-timeout", "5", "--json",

@@ -16,7 +16,7 @@ import Testing
     @Test func attErrorsEndIn20() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         let result = try await CLIRunner.run([
             "gatt", "read", "0x0FFF", "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
@@ -29,7 +29,7 @@ import Testing
     @Test func aRefusalEndsIn40() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "reject-at=create-command:04"])
+        let simulator = try await FlashSimulator(directory: directory, extraArguments: ["--fault", "reject-at=create-command:04"])
         defer { simulator.stop() }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 4096)
         let result = try await CLIRunner.run([
@@ -42,7 +42,7 @@ import Testing
 
     /// A device with no DFU service (tools/example-virtual-device.py): 45.
     @Test func aDeviceWithoutDFUEndsIn45() async throws {
-        let device = try CLIPythonDeviceTests.Device()
+        let device = try await CLIPythonDeviceTests.Device()
         let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/bracelet-app-v2.zip").path
         let result = try await CLIRunner.run([
             "flash", sample, "--adapter", device.adapter, "--device", CLIPythonDeviceTests.address,
@@ -57,33 +57,28 @@ import Testing
     @Test func aDeviceThatGoesAwayEndsIn16() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         let output = directory.appendingPathComponent("subscribe.out")
         let errors = directory.appendingPathComponent("subscribe.err")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
-        let subscribe = Process()
-        subscribe.executableURL = CLIRunner.binary
         // The buttonless DFU characteristic indicates (the bracelet's application).
-        subscribe.arguments = [
-            "gatt", "subscribe", "8EC90003-F315-4F60-9FB8-838830DAEA50", "--adapter", "virtual:\(simulator.radio)",
-            "--device", FlashFixture.device,
-        ]
-        subscribe.standardOutput = try FileHandle(forWritingTo: output)
-        subscribe.standardError = try FileHandle(forWritingTo: errors)
-        try subscribe.run()
+        let subscribe = try SpawnedProcess(
+            CLIRunner.binary,
+            [
+                "gatt", "subscribe", "8EC90003-F315-4F60-9FB8-838830DAEA50", "--adapter", "virtual:\(simulator.radio)",
+                "--device", FlashFixture.device,
+            ], stdout: output, stderr: errors)
         defer { if subscribe.isRunning { subscribe.terminate() } }
         // Bounded wait for "waiting" (the subscription is in place), then take the device away.
         var waiting = false
         for _ in 0..<3000 where !waiting {
             waiting = ((try? String(contentsOf: output, encoding: .utf8)) ?? "").contains("waiting")
-            if !waiting { usleep(10_000) }
+            if !waiting { try await Task.sleep(for: .milliseconds(10)) }
         }
         #expect(waiting, "subscribe never said it waits: \((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
         simulator.stop()
-        for _ in 0..<3000 where subscribe.isRunning { usleep(10_000) }
-        subscribe.waitUntilExit()
+        for _ in 0..<3000 where subscribe.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        await subscribe.waitForExit()
         let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
         let result = CLIRunner.Result(status: subscribe.terminationStatus, stdout: "", stderr: stderr)
         #expect(result.status == 16, "\(stderr)")

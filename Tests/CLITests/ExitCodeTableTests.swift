@@ -30,7 +30,7 @@ import Testing
 
         /// Writes a zip with python3's zipfile (`entries`: name → bytes), for the package codes; `corruptFirst`
         /// flips a byte of the first entry's stored data (CRC mismatch).
-        func zip(_ name: String, _ entries: [(String, [UInt8])], deflate: Bool = false, corruptFirst: Bool = false) throws
+        func zip(_ name: String, _ entries: [(String, [UInt8])], deflate: Bool = false, corruptFirst: Bool = false) async throws
             -> String
         {
             let out = path(name)
@@ -47,14 +47,14 @@ import Testing
                 let first = entries.first?.0.utf8.count ?? 0
                 script += "b=bytearray(open(sys.argv[1],'rb').read()); b[30+\(first)]^=0xFF; open(sys.argv[1],'wb').write(b)\n"
             }
-            _ = try CLIRunner.runTool("/usr/bin/env", ["python3", "-c", script, out])
+            _ = try await CLIRunner.runTool("/usr/bin/env", ["python3", "-c", script, out])
             return out
         }
 
         /// The entries of a sample package (Firmware/samples).
-        func sampleEntries(_ name: String) throws -> [(String, [UInt8])] {
+        func sampleEntries(_ name: String) async throws -> [(String, [UInt8])] {
             let sample = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/\(name)").path
-            let listing = try CLIRunner.runTool("/usr/bin/env", ["python3", "-c", """
+            let listing = try await CLIRunner.runTool("/usr/bin/env", ["python3", "-c", """
                 import zipfile,sys
                 z=zipfile.ZipFile(sys.argv[1])
                 print("\\n".join(z.namelist()))
@@ -96,7 +96,7 @@ import Testing
 
         /// Starts tools/example-virtual-device.py (no DFU service) on `radio/`, advertising `name`; the test stops
         /// it after the run (its pid is in `pids`).
-        func device(name: String) throws {
+        func device(name: String) async throws {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = [
@@ -108,7 +108,7 @@ import Testing
             try process.run()
             try Data("\(process.processIdentifier)\n".utf8).write(to: URL(fileURLWithPath: path("pids")))
             let adv = path("radio/C0-FF-EE-00-00-51.adv")
-            for _ in 0..<1000 where !FileManager.default.fileExists(atPath: adv) { usleep(10_000) }
+            await OffPool.poll(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: adv) }
         }
 
         /// Stops what ``device(name:)`` started.
@@ -126,8 +126,8 @@ import Testing
     static let device = "C0:FF:EE:00:00:01"
 
     /// Package rows: inspect a crafted archive.
-    static func inspect(_ make: @escaping @Sendable (Scratch) throws -> String) -> @Sendable (Scratch) async throws -> [String] {
-        { scratch in ["package", "inspect", try make(scratch)] }
+    static func inspect(_ make: @escaping @Sendable (Scratch) async throws -> String) -> @Sendable (Scratch) async throws -> [String] {
+        { scratch in ["package", "inspect", try await make(scratch)] }
     }
 
     static let rows: [Int32: Proof] = [
@@ -156,22 +156,22 @@ import Testing
             try Data("not a zip at all\n".utf8).write(to: URL(fileURLWithPath: scratch.path("garbage.zip")))
             return scratch.path("garbage.zip")
         }, says: "not a zip archive"),
-        31: .run(inspect { try $0.zip("unsafe.zip", [("../evil.bin", [1, 2, 3])]) }, says: "evil.bin"),
+        31: .run(inspect { try await $0.zip("unsafe.zip", [("../evil.bin", [1, 2, 3])]) }, says: "evil.bin"),
         // Over 1 MiB at a ratio above 100:1 (2 MiB of zeros deflate to about 2 KiB).
-        32: .run(inspect { try $0.zip("bomb.zip", [("manifest.json", [UInt8](repeating: 0, count: 2 << 20))], deflate: true) }, says: "zip bomb"),
-        33: .run(inspect { try $0.zip("crc.zip", [("manifest.json", Array("{\"manifest\":{}}".utf8))], corruptFirst: true) }, says: "manifest.json"),
-        34: .run(inspect { try $0.zip("nomanifest.zip", [("app.bin", [1, 2, 3])]) }, says: "manifest"),
+        32: .run(inspect { try await $0.zip("bomb.zip", [("manifest.json", [UInt8](repeating: 0, count: 2 << 20))], deflate: true) }, says: "zip bomb"),
+        33: .run(inspect { try await $0.zip("crc.zip", [("manifest.json", Array("{\"manifest\":{}}".utf8))], corruptFirst: true) }, says: "manifest.json"),
+        34: .run(inspect { try await $0.zip("nomanifest.zip", [("app.bin", [1, 2, 3])]) }, says: "manifest"),
         35: .run(inspect { scratch in
-            try scratch.zip("missing.zip", try scratch.sampleEntries("bracelet-app-v2.zip").filter { !$0.0.hasSuffix(".bin") })
+            try await scratch.zip("missing.zip", try await scratch.sampleEntries("bracelet-app-v2.zip").filter { !$0.0.hasSuffix(".bin") })
         }, says: "bracelet-app-v2.bin"),
         // Three bytes decode neither as a Secure (protobuf) nor as a Legacy init packet (two bytes would: CRC-16 only).
         36: .run({ scratch in
-            let entries = try scratch.sampleEntries("bracelet-app-v2.zip").map { $0.0.hasSuffix(".dat") ? ($0.0, [0xFF, 0xFF, 0xFF]) : $0 }
-            return ["package", "verify", try scratch.zip("baddat.zip", entries)]
+            let entries = try await scratch.sampleEntries("bracelet-app-v2.zip").map { $0.0.hasSuffix(".dat") ? ($0.0, [0xFF, 0xFF, 0xFF]) : $0 }
+            return ["package", "verify", try await scratch.zip("baddat.zip", entries)]
         }, says: "bracelet-app-v2.dat does not decode"),
         37: .run({ scratch in
-            let entries = try scratch.sampleEntries("bracelet-app-v2.zip").map { $0.0.hasSuffix(".bin") ? ($0.0, $0.1.map { $0 ^ 1 }) : $0 }
-            return ["package", "verify", try scratch.zip("tampered.zip", entries)]
+            let entries = try await scratch.sampleEntries("bracelet-app-v2.zip").map { $0.0.hasSuffix(".bin") ? ($0.0, $0.1.map { $0 ^ 1 }) : $0 }
+            return ["package", "verify", try await scratch.zip("tampered.zip", entries)]
         }, says: "does not match"),
         38: .elsewhere(file: "PackageCLITests.swift", test: "verifyWithAnotherKeyFails", check: "status == 38"),
         39: .run({ scratch in ["package", "inspect", scratch.path("absent.zip")] }, says: "no such file or directory (ENOENT)"),
@@ -189,7 +189,7 @@ import Testing
         // A device without DFU fails (45) and the plan stops the line after one failure.
         52: .run({ scratch in
             let plan = try scratch.plan(discover: 3)
-            try scratch.device(name: "Bracelet-X")
+            try await scratch.device(name: "Bracelet-X")
             return ["batch", plan, "--state-dir", scratch.path("state"), "--db", scratch.path("line.sqlite")]
         }, says: "the line stopped after 1 failed device(s)"),
         53: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 53"),

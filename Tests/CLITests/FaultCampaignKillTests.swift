@@ -28,10 +28,11 @@ struct FaultCampaignKillTests {
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = process.standardOutput
         try process.run()
-        let deadline = Date().addingTimeInterval(120)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
+        // On the thread of its own the caller gave it (`OffPool.run`).
+        OffPool.blockingPoll(seconds: 120) { !process.isRunning }
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        if !OffPool.blockingPoll(seconds: 20, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
+        guard OffPool.blockingPoll(seconds: 20, { !process.isRunning }) else { return (-1, "the campaign did not exit") }
         return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
     }
 

@@ -15,7 +15,7 @@ import Testing
         let dat = directory.appendingPathComponent("loose.dat")
         try Data(part.image).write(to: bin)
         try Data(part.initPacketBytes).write(to: dat)
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
 
@@ -29,7 +29,7 @@ import Testing
         let final = CLIRunner.events(result).last { $0["event"] as? String == "result" }
         #expect(final?["success"] as? Bool == true)
         #expect(final?["bytesSent"] as? Int == 24_000)
-        let device = simulator.waitForApplication(sha256: sha)
+        let device = await simulator.waitForApplication(sha256: sha)
         let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
         #expect((installed?["sha256"] as? String)?.lowercased() == sha)
     }

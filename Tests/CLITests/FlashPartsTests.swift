@@ -53,7 +53,7 @@ import Testing
         let (path, package) = try await Self.systemAndApplicationPackage(in: directory)
         let system = try #require(package.part(.softdeviceBootloader))
         let application = try #require(package.part(.application))
-        let simulator = try FlashSimulator(directory: directory, speedup: 1000)
+        let simulator = try await FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
 
         let first = try await Self.flash(path, simulator, directory)
@@ -64,7 +64,7 @@ import Testing
         // After a SoftDevice update the bootloader stays in DFU mode for the application
         // (ACTIVATION_SUCCESS_EXPECT_ADDITIONAL_UPDATE): no second jump.
         #expect(events.filter { $0["state"] as? String == "application-mode" }.count == 1, "\(first.stdout)")
-        let status = simulator.waitForApplication(sha256: Self.sha(application.image))
+        let status = await simulator.waitForApplication(sha256: Self.sha(application.image))
         let expected = Campaign.expectedImages(system)
         #expect(FlashCampaignSupport.slot(status, "softdevice")?["sha256"] as? String == expected[0].sha256)
         #expect(FlashCampaignSupport.slot(status, "bootloader")?["sha256"] as? String == expected[1].sha256)
@@ -78,7 +78,7 @@ import Testing
         #expect(skipped.contains { $0.contains("softdevice_bootloader") && $0.contains("skipping") }, "\(again.stdout)")
         let result = CLIRunner.events(again).last { $0["event"] as? String == "result" }
         #expect(result?["partsSkipped"] as? Int == 1)
-        #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: Self.sha(application.image)))
+        #expect(FlashCampaignSupport.applicationSHA(await simulator.waitForApplication(sha256: Self.sha(application.image)))
             == Self.sha(application.image))
 
         let scoped = try await Self.flash(path, simulator, directory, ["--scope", "application"])
@@ -94,7 +94,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let (path, package) = try await Self.systemAndApplicationPackage(in: directory)
         let system = try #require(package.part(.softdeviceBootloader))
-        let simulator = try FlashSimulator(directory: directory, speedup: 1000)
+        let simulator = try await FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
         let before = FlashCampaignSupport.applicationSHA(simulator.status())
 
@@ -106,7 +106,7 @@ import Testing
         for _ in 0..<300 {
             status = simulator.status()
             if status?["mode"] as? String == "app" { break }
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
         }
         #expect(FlashCampaignSupport.slot(status, "bootloader")?["sha256"] as? String == Campaign.expectedImages(system)[1].sha256)
         #expect(FlashCampaignSupport.applicationSHA(status) == before)
@@ -119,7 +119,7 @@ import Testing
         let path = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples/bracelet-sd-bl-v2.zip").path
         let package = try FirmwarePackage(contentsOf: URL(fileURLWithPath: path))
         let system = try #require(package.parts.first)
-        let simulator = try FlashSimulator(directory: directory, speedup: 1000)
+        let simulator = try await FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
         let result = try await Self.flash(path, simulator, directory, ["--key", FlashFixture.publicKey.path])
         #expect(result.status == 0, "stderr: \(result.stderr)\n\(result.stdout)\nsimulator: \(simulator.log())")
@@ -128,7 +128,7 @@ import Testing
         for _ in 0..<300 {
             status = simulator.status()
             if FlashCampaignSupport.slot(status, "bootloader")?["sha256"] as? String == expected[1].sha256 { break }
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
         }
         #expect(FlashCampaignSupport.slot(status, "softdevice")?["sha256"] as? String == expected[0].sha256)
         #expect(FlashCampaignSupport.slot(status, "bootloader")?["sha256"] as? String == expected[1].sha256)

@@ -17,7 +17,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
-        let simulator = try FlashSimulator(
+        let simulator = try await FlashSimulator(
             directory: directory, speedup: 1000, extraArguments: ["--fault", "disconnect-after-bytes=10000"])
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
@@ -40,7 +40,7 @@ import Testing
         let resumed = try await CLIRunner.run(
             ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 60)
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
-        let installed = simulator.waitForApplication(sha256: sha)
+        let installed = await simulator.waitForApplication(sha256: sha)
         #expect(FlashCampaignSupport.applicationSHA(installed) == sha)
     }
 
@@ -50,7 +50,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 48_000)
-        let simulator = try FlashSimulator(directory: directory, speedup: 10)
+        let simulator = try await FlashSimulator(directory: directory, speedup: 10)
         defer { simulator.stop() }
         var random = SplitMix64(seed: 0x0009_1111)
         for cycle in 0..<3 {
@@ -58,15 +58,20 @@ import Testing
             let objects = 1 + Int(random.next() % 8)  // of 12
             let extraMicroseconds = useconds_t(random.next() % 40_000)
             let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state)
-            var executed = 0
-            for _ in 0..<4000 where executed < objects && flash.isRunning {
-                executed = (try? JournalFileStore.all(in: state).first?.file.journal.resume?.decode(SecureResume.self).executed.count) ?? 0
-                usleep(2_000)
+            // The kill point is watched, and the kill sent, on a thread of its own: a task resumed by a busy pool
+            // lagged behind the flash, whose upload then ended before the kill (1 in 3 stress runs).
+            let child = flash.child
+            let killedWhileRunning = try await OffPool.run { () -> Bool in
+                OffPool.blockingPoll(seconds: 8, every: 0.002) {
+                    let executed = (try? JournalFileStore.all(in: state).first?.file.journal.resume?.decode(SecureResume.self).executed.count) ?? 0
+                    return executed >= objects || child.exit != nil
+                }
+                OffPool.blockingPause(microseconds: extraMicroseconds)
+                let running = child.exit == nil
+                child.signal(SIGKILL)
+                return running
             }
-            usleep(extraMicroseconds)
-            let killedWhileRunning = flash.isRunning
-            flash.child.signal(SIGKILL)
-            flash.waitUntilExit()
+            await flash.waitForExit()
             #expect(killedWhileRunning, "cycle \(cycle): flash ended before the kill point (\(objects) objects)")
             #expect(flash.killedBySignal)
             #expect(!JournalFileStore.all(in: state).isEmpty, "cycle \(cycle): no journal after kill -9")
@@ -74,7 +79,7 @@ import Testing
             let resumed = try await CLIRunner.run(
                 ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 90)
             #expect(resumed.status == 0, "cycle \(cycle), killed after \(objects) objects: \(resumed.stderr)")
-            let installed = simulator.waitForApplication(sha256: sha)
+            let installed = await simulator.waitForApplication(sha256: sha)
             #expect(FlashCampaignSupport.applicationSHA(installed) == sha, "cycle \(cycle)")
             #expect(JournalFileStore.all(in: state).isEmpty)
         }
@@ -88,7 +93,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 96_000)
-        let simulator = try FlashSimulator(
+        let simulator = try await FlashSimulator(
             directory: directory, speedup: 1000, extraArguments: ["--fault", "stall-at=before-execute-data#2"])
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
@@ -96,13 +101,13 @@ import Testing
             package, radio: simulator.radio, state: state, captureErrors: true, captureOutput: true, extra: ["--timeout", "30"])
         defer { if flash.isRunning { flash.terminate() } }
         let messages = PipeCollector(fd: try #require(flash.output))
-        for _ in 0..<3000 where JournalFileStore.all(in: state).isEmpty && flash.isRunning { usleep(5_000) }
+        for _ in 0..<3000 where JournalFileStore.all(in: state).isEmpty && flash.isRunning { try await Task.sleep(for: .milliseconds(5)) }
         flash.interrupt()
         // The second Ctrl-C once the first was taken (two signals sent at once may arrive as one).
-        #expect(messages.wait(for: "stopping after the current object", seconds: 60), "\(messages.collected)")
+        #expect(await messages.wait(for: "stopping after the current object", seconds: 60), "\(messages.collected)")
         flash.interrupt()
-        flash.waitUntilExit()
-        let stderr = flash.errorText()
+        await flash.waitForExit()
+        let stderr = await flash.errorText()
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu: interrupted"), "\(stderr)")
         #expect(!JournalFileStore.all(in: state).isEmpty)
@@ -114,7 +119,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
-        let simulator = try FlashSimulator(
+        let simulator = try await FlashSimulator(
             directory: directory, speedup: 1000, extraArguments: ["--fault", "stall-at=create-data#3"])
         defer { simulator.stop() }
         let result = try await CLIRunner.run(
@@ -133,7 +138,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 12_000)
-        let simulator = try FlashSimulator(directory: directory, speedup: 1000)
+        let simulator = try await FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
         let result = try await CLIRunner.run(
             [
@@ -144,7 +149,7 @@ import Testing
         let states = CLIRunner.events(result).compactMap { $0["state"] as? String }
         #expect(states.prefix(2).contains("scanning"), "\(states)")
         #expect(states.contains("application-mode"))
-        #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: sha)) == sha)
+        #expect(FlashCampaignSupport.applicationSHA(await simulator.waitForApplication(sha256: sha)) == sha)
     }
 
     /// `--unique-name`: the app is asked to advertise DfuXXXXXX (the address's last three bytes) in its bootloader,
@@ -153,7 +158,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 12_000)
-        let simulator = try FlashSimulator(directory: directory, speedup: 1000)
+        let simulator = try await FlashSimulator(directory: directory, speedup: 1000)
         defer { simulator.stop() }
         let result = try await CLIRunner.run(
             [
@@ -167,7 +172,7 @@ import Testing
         #expect(found?["name"] as? String == "Dfu030201", "\(result.stdout)")
         #expect(found?["by"] as? String == "name")
         #expect(found?["address"] as? String == "C6:05:04:03:02:02")
-        #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: sha)) == sha)
+        #expect(FlashCampaignSupport.applicationSHA(await simulator.waitForApplication(sha256: sha)) == sha)
     }
 }
 

@@ -14,8 +14,8 @@ final class FlashSimulator {
     let statusDirectory: URL
     private let process: SpawnedProcess
 
-    /// Starts the simulator and waits (bounded) until the device's advertisement file exists.
-    init(directory: URL, speedup: Int = 100, device: String = "bracelet", extraArguments: [String] = []) throws {
+    /// Starts the simulator and waits (bounded, without holding a thread) until the device's advertisement file exists.
+    init(directory: URL, speedup: Int = 100, device: String = "bracelet", extraArguments: [String] = []) async throws {
         self.directory = directory
         radio = directory.appendingPathComponent("radio").path
         statusDirectory = directory.appendingPathComponent("status")
@@ -31,12 +31,15 @@ final class FlashSimulator {
             ] + extraArguments,
             environment: environment, stdout: logFile, stderr: logFile)
         // Bounded wait for the advertisement file (the simulator is ready when it exists).
-        for _ in 0..<1000 {
+        let radio = self.radio
+        let process = self.process
+        var advertises = false
+        await OffPool.poll(timeout: .seconds(10)) {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: radio)) ?? []
-            if names.contains(where: { $0.hasSuffix(".adv") }) { return }
-            if !process.isRunning { break }
-            usleep(10_000)
+            advertises = names.contains(where: { $0.hasSuffix(".adv") })
+            return advertises || !process.isRunning
         }
+        if advertises { return }
         stop()
         throw FlashFixture.Failure("the simulator did not advertise: \(log())")
     }
@@ -45,12 +48,8 @@ final class FlashSimulator {
         (try? String(contentsOf: directory.appendingPathComponent("simulate.log"), encoding: .utf8)) ?? ""
     }
 
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
+    /// SIGTERM and a bounded wait for the exit (at most 10 s): called from `defer` and `deinit`, which cannot await.
+    func stop() { process.child.terminateBlocking() }
 
     deinit { stop() }
 
@@ -66,21 +65,19 @@ final class FlashSimulator {
         return nil
     }
 
-    /// Waits (bounded) until the status file says `mode` and the installed application hash is `sha256`.
-    func waitForApplication(sha256: String, attempts: Int = 500) -> [String: Any]? {
+    /// Waits (bounded: `attempts` checks 10 ms apart, without holding a thread) until the status file says `mode`
+    /// and the installed application hash is `sha256`.
+    func waitForApplication(sha256: String, attempts: Int = 500) async -> [String: Any]? {
         var last: [String: Any]?
-        for _ in 0..<attempts {
+        let found = await OffPool.poll(timeout: .milliseconds(10 * attempts)) {
             last = status()
-            if let last, last["mode"] as? String == "app",
+            guard let last, last["mode"] as? String == "app",
                 let installed = last["installed"] as? [String: Any],
-                let application = installed["application"] as? [String: Any],
-                (application["sha256"] as? String)?.lowercased() == sha256
-            {
-                return last
-            }
-            usleep(10_000)
+                let application = installed["application"] as? [String: Any]
+            else { return false }
+            return (application["sha256"] as? String)?.lowercased() == sha256
         }
-        return last
+        return found ? last : (last ?? status())
     }
 }
 
@@ -124,7 +121,7 @@ enum FlashFixture {
             "--key-file", privateKey.path, package,
         ])
         try await create.run()
-        let hash = try CLIRunner.runTool("/usr/bin/sha256sum", [bin.path])
+        let hash = try await CLIRunner.runTool("/usr/bin/sha256sum", [bin.path])
         guard let sha = hash.split(separator: " ").first else { throw Failure("sha256sum printed nothing") }
         return (package, String(sha).lowercased())
     }
@@ -178,20 +175,15 @@ final class FlashProcess {
     func terminate() { child.signal(SIGTERM) }
     func interrupt() { child.signal(SIGINT) }
 
-    /// Waits for the exit (polling every 10 ms, for synchronous callers), at most `timeout` s, then SIGKILL.
-    func waitUntilExit(timeout: TimeInterval = 120) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while isRunning && Date() < deadline { usleep(10_000) }
-        if isRunning {
-            child.signal(SIGKILL)
-            while isRunning { usleep(10_000) }
-        }
+    /// Awaits the exit on the reactor (no thread held), at most `timeout` s, then SIGKILL.
+    func waitForExit(timeout: TimeInterval = 120) async {
+        await child.waitForExit(timeout: .seconds(timeout))
     }
 
-    /// Standard error to its end (call after the exit).
-    func errorText() -> String {
+    /// Standard error to its end (call after the exit), read on a thread of its own (a grandchild may hold the pipe).
+    func errorText() async -> String {
         guard let errors else { return "" }
-        return String(decoding: (try? BlockingRead.toEnd(fd: errors)) ?? [], as: UTF8.self)
+        return (try? await OffPool.run { String(decoding: (try? BlockingRead.toEnd(fd: errors)) ?? [], as: UTF8.self) }) ?? ""
     }
 }
 
@@ -216,13 +208,8 @@ final class PipeCollector: Sendable {
 
     var collected: String { box.text.withLock { $0 } }
 
-    /// Waits (bounded, `seconds`) until the output contains `needle`; returns whether it did.
-    func wait(for needle: String, seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if collected.contains(needle) { return true }
-            usleep(5_000)
-        }
-        return collected.contains(needle)
+    /// Waits (bounded, `seconds`, without holding a thread) until the output contains `needle`; returns whether it did.
+    func wait(for needle: String, seconds: Double) async -> Bool {
+        await OffPool.poll(timeout: .seconds(seconds), every: .milliseconds(5)) { collected.contains(needle) }
     }
 }

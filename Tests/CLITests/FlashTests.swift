@@ -13,7 +13,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
 
@@ -32,7 +32,7 @@ import Testing
         let final = events.last { $0["event"] as? String == "result" }
         #expect(final?["success"] as? Bool == true)
         #expect(final?["bytesSent"] as? Int == 24_000)
-        let device = simulator.waitForApplication(sha256: sha)
+        let device = await simulator.waitForApplication(sha256: sha)
         #expect(device?["mode"] as? String == "app")
         let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
         #expect((installed?["sha256"] as? String)?.lowercased() == sha)
@@ -46,7 +46,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
-        let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "disconnect-after-bytes=10000"])
+        let simulator = try await FlashSimulator(directory: directory, extraArguments: ["--fault", "disconnect-after-bytes=10000"])
         defer { simulator.stop() }
 
         let result = try await CLIRunner.run(
@@ -62,7 +62,7 @@ import Testing
         #expect((final?["reconnects"] as? Int ?? 0) >= 1)
         // Resumed, not restarted: fewer than the whole image twice went over the air.
         #expect((final?["bytesSent"] as? Int ?? 0) < 2 * 24_000)
-        let device = simulator.waitForApplication(sha256: sha)
+        let device = await simulator.waitForApplication(sha256: sha)
         #expect(device?["mode"] as? String == "app")
         let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
         #expect((installed?["sha256"] as? String)?.lowercased() == sha)
@@ -73,7 +73,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 96_000)
-        let simulator = try FlashSimulator(directory: directory, speedup: 5)
+        let simulator = try await FlashSimulator(directory: directory, speedup: 5)
         defer { simulator.stop() }
         let state = directory.appendingPathComponent("state")
         let flash = try FlashFixture.startFlash(package, radio: simulator.radio, state: state, captureErrors: true)
@@ -82,12 +82,12 @@ import Testing
         var journals: [String] = []
         for _ in 0..<2000 where journals.isEmpty && flash.isRunning {
             journals = ((try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []).filter { $0.hasSuffix(".json") }
-            usleep(5_000)
+            try await Task.sleep(for: .milliseconds(5))
         }
         #expect(!journals.isEmpty, "no journal appeared")
         flash.interrupt()
-        flash.waitUntilExit()
-        let stderr = flash.errorText()
+        await flash.waitForExit()
+        let stderr = await flash.errorText()
         #expect(flash.terminationStatus == 130, "stderr: \(stderr)")
         #expect(stderr.contains("bledfu resume --device \(FlashFixture.device)"))
         #expect(!JournalFileStore.all(in: state).isEmpty)
@@ -95,7 +95,7 @@ import Testing
         let resumed = try await CLIRunner.run(
             ["resume", "--adapter", "virtual:\(simulator.radio)", "--state-dir", state.path, "--json"], timeout: 120)
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
-        let device = simulator.waitForApplication(sha256: sha)
+        let device = await simulator.waitForApplication(sha256: sha)
         let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
         #expect((installed?["sha256"] as? String)?.lowercased() == sha)
         #expect(JournalFileStore.all(in: state).isEmpty)

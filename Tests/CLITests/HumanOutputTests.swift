@@ -10,7 +10,7 @@ import Testing
     static func flash(_ extra: [String], size: Int = 8192) async throws -> CLIRunner.Result {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: size)
         return try await CLIRunner.run([
@@ -50,7 +50,7 @@ import Testing
     @Test func aFailureThatSentNothingHasNoSummary() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "reject-at=create-command:04"])
+        let simulator = try await FlashSimulator(directory: directory, extraArguments: ["--fault", "reject-at=create-command:04"])
         defer { simulator.stop() }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 4096)
         let result = try await CLIRunner.run([
@@ -82,7 +82,7 @@ import Testing
     @Test func subscribeSaysItWaits() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         // Writing 01 to the buttonless characteristic asks for the bootloader: the device indicates its answer.
         let result = try await CLIRunner.run([
@@ -99,7 +99,7 @@ import Testing
     @Test func gattListNamesStandardUUIDsAndSaysPropertiesInWords() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         let base = ["gatt", "list", "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device]
         let text = try await CLIRunner.run(base)

@@ -17,36 +17,21 @@ import Testing
         return (root, binary)
     }
 
-    /// The environment without BLEDFU_FIRMWARE_DIR (the child inherits ours otherwise).
-    static func runCopy(_ binary: URL, in directory: URL, _ arguments: [String]) throws -> CLIRunner.Result {
-        var environment = ProcessInfo.processInfo.environment
-        environment["BLEDFU_FIRMWARE_DIR"] = nil
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["-u", "BLEDFU_FIRMWARE_DIR", binary.path] + arguments
-        process.currentDirectoryURL = directory
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CLIRunner.Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+    /// Runs the copy in `directory` (`env -C`) without BLEDFU_FIRMWARE_DIR (`env -u`: the child inherits ours
+    /// otherwise), off the pool (``CLIRunner/run(_:environment:timeout:executable:)``).
+    static func runCopy(_ binary: URL, in directory: URL, _ arguments: [String]) async throws -> CLIRunner.Result {
+        try await CLIRunner.run(
+            ["-C", directory.path, "-u", "BLEDFU_FIRMWARE_DIR", binary.path] + arguments, executable: URL(fileURLWithPath: "/usr/bin/env"))
     }
 
     @Test func aLoneCopyOfTheBinaryHasItsProfilesBuiltIn() async throws {
         let (root, binary) = try Self.installedCopy()
         defer { try? FileManager.default.removeItem(at: root) }
         #expect(!root.path.hasPrefix(CLIRunner.repositoryRoot.path))
-        let result = try await OffPool.run { try Self.runCopy(binary, in: root, ["simulate", "--describe", "--device", "bracelet"]) }
+        let result = try await Self.runCopy(binary, in: root, ["simulate", "--describe", "--device", "bracelet"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("Bracelet C6:05:04:03:02:01 random nRF52832"), "\(result.stdout)")
-        let unknown = try await OffPool.run { try Self.runCopy(binary, in: root, ["simulate", "--describe", "--device", "toaster"]) }
+        let unknown = try await Self.runCopy(binary, in: root, ["simulate", "--describe", "--device", "toaster"])
         #expect(unknown.status == 64)
         #expect(unknown.stderr.hasPrefix("bledfu: error: no device profile 'toaster'"), "\(unknown.stderr)")
         #expect(unknown.stderr.contains("bracelet"), "the error lists the bundled profiles: \(unknown.stderr)")
@@ -62,7 +47,7 @@ import Testing
             contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("Firmware/bracelet.json"), encoding: .utf8)
         try original.replacingOccurrences(of: "\"Bracelet\"", with: "\"Installed\"")
             .write(to: share.appendingPathComponent("bracelet.json"), atomically: true, encoding: .utf8)
-        let result = try await OffPool.run { try Self.runCopy(binary, in: root, ["simulate", "--describe", "--device", "bracelet"]) }
+        let result = try await Self.runCopy(binary, in: root, ["simulate", "--describe", "--device", "bracelet"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("Installed C6:05:04:03:02:01"), "\(result.stdout)")
     }

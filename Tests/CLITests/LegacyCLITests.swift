@@ -11,8 +11,9 @@ final class LegacySimulator {
     let statusDirectory: URL
     private let process: SpawnedProcess
 
-    /// Starts `bledfu simulate` with the given Legacy profiles; waits (bounded) for their advertisement files.
-    init(profiles: [String], speedup: Int = 100, extraArguments: [String] = []) throws {
+    /// Starts `bledfu simulate` with the given Legacy profiles; waits (bounded, without holding a thread) for their
+    /// advertisement files.
+    init(profiles: [String], speedup: Int = 100, extraArguments: [String] = []) async throws {
         directory = try FlashFixture.temporaryDirectory()
         radio = directory.appendingPathComponent("radio").path
         statusDirectory = directory.appendingPathComponent("status")
@@ -25,22 +26,21 @@ final class LegacySimulator {
             ["simulate", "--adapter", "virtual:\(radio)", "--speedup", "\(speedup)", "--status-dir", statusDirectory.path]
                 + profiles.flatMap { ["--device", $0] } + extraArguments,
             environment: environment, stdout: log, stderr: log)
-        for _ in 0..<1000 {
+        let radio = self.radio
+        let process = self.process
+        var advertising = false
+        await OffPool.poll(timeout: .seconds(10)) {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: radio)) ?? []
-            if names.filter({ $0.hasSuffix(".adv") }).count >= profiles.count { return }
-            if !process.isRunning { break }
-            usleep(10_000)
+            advertising = names.filter({ $0.hasSuffix(".adv") }).count >= profiles.count
+            return advertising || !process.isRunning
         }
+        if advertising { return }
         stop()
         throw FlashFixture.Failure("the simulator did not advertise")
     }
 
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
+    /// SIGTERM and a bounded wait for the exit (at most 10 s): called from `deinit`, which cannot await.
+    func stop() { process.child.terminateBlocking() }
 
     deinit {
         stop()
@@ -53,13 +53,14 @@ final class LegacySimulator {
         return try JSONDecoder().decode(LegacyDeviceState.self, from: Data(contentsOf: path))
     }
 
-    /// Waits (bounded) until `check` holds for the device's status.
-    func wait(_ address: String, attempts: Int = 1000, until check: (LegacyDeviceState) -> Bool) -> LegacyDeviceState? {
+    /// Waits (bounded: `attempts` checks 10 ms apart, without holding a thread) until `check` holds for the
+    /// device's status.
+    func wait(_ address: String, attempts: Int = 1000, until check: (LegacyDeviceState) -> Bool) async -> LegacyDeviceState? {
         var last: LegacyDeviceState?
-        for _ in 0..<attempts {
+        await OffPool.poll(timeout: .milliseconds(10 * attempts)) {
             last = try? state(address)
-            if let last, check(last) { return last }
-            usleep(10_000)
+            guard let last else { return false }
+            return check(last)
         }
         return last
     }
@@ -77,13 +78,13 @@ final class LegacySimulator {
 
     /// Every Legacy sample onto its profile through `bledfu flash` (family detected, not given), images checked.
     @Test func everyLegacySampleFlashes() async throws {
-        let simulator = try LegacySimulator(profiles: Self.samples.map(\.profile))
+        let simulator = try await LegacySimulator(profiles: Self.samples.map(\.profile))
         for sample in Self.samples {
             let result = try await CLIRunner.run(["flash", Self.sample(sample.package), "--adapter", "virtual:\(simulator.radio)", "--device", sample.address])
             #expect(result.status == 0, "\(sample.package): \(result.stderr)")
             let package = try FirmwarePackage(contentsOf: URL(fileURLWithPath: Self.sample(sample.package)))
             let application = try #require(package.part(.application))
-            let state = simulator.wait(sample.address) {
+            let state = await simulator.wait(sample.address) {
                 $0.mode == .application && $0.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(application.image)
             }
             #expect(state?.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(application.image), "\(sample.package)")
@@ -98,7 +99,7 @@ final class LegacySimulator {
 
     /// `scan` names the family from the advertised services: InfiniTime lists the Legacy DFU service.
     @Test func scanShowsTheFamily() async throws {
-        let simulator = try LegacySimulator(profiles: ["pinetime", "bracelet"])
+        let simulator = try await LegacySimulator(profiles: ["pinetime", "bracelet"])
         let result = try await CLIRunner.run(["scan", "--adapter", "virtual:\(simulator.radio)", "--duration", "1", "--json"])
         #expect(result.status == 0)
         let events = CLIRunner.events(result)
@@ -108,7 +109,7 @@ final class LegacySimulator {
 
     /// A Secure package on a Legacy device: one line naming the cause, the incompatible-package exit code, nothing sent.
     @Test func securePackageOnALegacyDevice() async throws {
-        let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
+        let simulator = try await LegacySimulator(profiles: ["sdk11-nrf51"])
         let result = try await CLIRunner.run([
             "flash", Self.sample("bracelet-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device", "E1:5D:11:51:00:01",
         ])
@@ -123,7 +124,7 @@ final class LegacySimulator {
     /// bootloader takes 0x0052 only: refused before the jump, 48, the application kept), an image larger than the SDK
     /// 11 nRF51's bank (`10 01 04`, 46; the device sent back to its application).
     @Test func badInputEndsInOneLineAndExit46() async throws {
-        let simulator = try LegacySimulator(profiles: ["bracelet", "adafruit-feather52832", "sdk11-nrf51"])
+        let simulator = try await LegacySimulator(profiles: ["bracelet", "adafruit-feather52832", "sdk11-nrf51"])
         let oversized = simulator.directory.appendingPathComponent("oversized.zip")
         var builder = PackageBuilder()
         builder.application = PackageBuilder.Image(stem: "big", bytes: (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
@@ -143,7 +144,7 @@ final class LegacySimulator {
         }
         // The dual-bank nRF51 took no image data and runs its application again (its status file is written
         // asynchronously: a bounded wait); the Adafruit never left it.
-        let nrf51 = try #require(simulator.wait("E1:5D:11:51:00:01") { $0.mode == .application })
+        let nrf51 = try #require(await simulator.wait("E1:5D:11:51:00:01") { $0.mode == .application })
         #expect(nrf51.transfer.bytesAccepted == 0 && nrf51.installed.application?.version == 1, "\(nrf51.transfer)")
         #expect(nrf51.mode == .application)
         #expect(try simulator.state("E4:AD:F5:28:32:01").mode == .application)
@@ -157,7 +158,7 @@ final class LegacySimulator {
     /// the code auto-detection gives a Legacy package on a device of another family), one line, nothing sent; a file
     /// no family reads stays invalid-archive (exit 30).
     @Test func forcedFamilyMismatchIsExit46() async throws {
-        let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
+        let simulator = try await LegacySimulator(profiles: ["sdk11-nrf51"])
         for (family, says) in [("secure", "is a Legacy DFU package (dfu_version 0.5), not a Secure DFU package"), ("smp", "not an SMP package")] {
             let result = try await CLIRunner.run([
                 "flash", Self.sample("sdk11-nrf51-app-v2.zip"), "--family", family, "--adapter", "virtual:\(simulator.radio)",
@@ -178,7 +179,7 @@ final class LegacySimulator {
     /// device first when it still holds the old attempt, depending on how long the rerun took to come) and ends
     /// with the image installed; the result counts what the killed run had sent and says why it was sent again.
     @Test func killedFlashThenRerun() async throws {
-        let simulator = try LegacySimulator(profiles: ["pinetime"], speedup: 8)
+        let simulator = try await LegacySimulator(profiles: ["pinetime"], speedup: 8)
         let address = "E7:1E:71:3E:00:01"
         let state = simulator.directory.appendingPathComponent("journals")
         let package = Self.sample("pinetime-app-v2.zip")
@@ -189,10 +190,10 @@ final class LegacySimulator {
         var checkpoint = 0
         for _ in 0..<6000 where checkpoint < 8192 {
             checkpoint = Self.attemptBytes(in: state)
-            if checkpoint < 8192 { usleep(10_000) }
+            if checkpoint < 8192 { try await Task.sleep(for: .milliseconds(10)) }
         }
         flash.child.signal(SIGKILL)
-        flash.waitUntilExit()
+        await flash.waitForExit()
         #expect(checkpoint >= 8192, "the journal never held the 8 KiB checkpoint")
         let killed = try simulator.state(address)
         #expect(killed.installed.application?.sha256 != DFUSimulatorDigest.sha256Hex(image), "the kill came after the image")
@@ -204,7 +205,7 @@ final class LegacySimulator {
         #expect((result?["bytesResent"] as? Int ?? 0) >= checkpoint, "\(String(describing: result))")
         let summary = result?["message"] as? String ?? ""
         #expect(summary.contains("tool stopped ×1") && summary.contains("bytes sent again"), "\(String(describing: result))")
-        let done = simulator.wait(address) { $0.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(image) }
+        let done = await simulator.wait(address) { $0.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(image) }
         #expect(done?.installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(image))
     }
 
@@ -231,7 +232,7 @@ final class LegacySimulator {
             "tshark is not installed (tools/setup)"))
     func captureDecodesInTshark() async throws {
         let tshark = Self.tshark
-        let simulator = try LegacySimulator(profiles: ["sdk11-nrf51"])
+        let simulator = try await LegacySimulator(profiles: ["sdk11-nrf51"])
         let capture = simulator.directory.appendingPathComponent("legacy.btsnoop").path
         let result = try await CLIRunner.run([
             "flash", Self.sample("sdk11-nrf51-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
@@ -239,7 +240,7 @@ final class LegacySimulator {
         ])
         #expect(result.status == 0, "\(result.stderr)")
         // Wireshark's Nordic DFU dissector names every Legacy request and answer.
-        let decoded = try CLIRunner.runTool(tshark, ["-r", capture, "-V"])
+        let decoded = try await CLIRunner.runTool(tshark, ["-r", capture, "-V"])
         for line in [
             "Opcode: Start DFU (1)", "Image Type: Application (0x04)", "Opcode: Initialize DFU Parameters (2)",
             "Opcode: Packet Receipt Notification Request (8)", "Opcode: Receive Firmware Image (3)",
@@ -249,7 +250,7 @@ final class LegacySimulator {
         ] {
             #expect(decoded.contains(line), "tshark does not show '\(line)'")
         }
-        let opcodes = try CLIRunner.runTool(tshark, ["-r", capture, "-T", "fields", "-e", "btatt.opcode"])
+        let opcodes = try await CLIRunner.runTool(tshark, ["-r", capture, "-T", "fields", "-e", "btatt.opcode"])
         // 20 684 bytes in 20-byte Write Commands to the Packet characteristic.
         #expect(opcodes.split(separator: "\n").filter { $0 == "0x52" }.count >= 20_684 / 20)
     }
@@ -262,7 +263,7 @@ final class LegacySimulator {
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["bracelet", "sdk11-nrf51", "pinetime"], ["--public-key", FlashFixture.publicKey.path], speedup: 50)
-        try line.waitForDevices(3)
+        try await line.waitForDevices(3)
         let samples = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples").path
         let plan = line.directory.appendingPathComponent("mixed.yaml")
         try Data(
@@ -297,8 +298,8 @@ final class LegacySimulator {
             ("C6:05:04:03:02:01", "bracelet-app-v2.zip"), ("E1:5D:11:51:00:01", "sdk11-nrf51-app-v2.zip"),
             ("E7:1E:71:3E:00:01", "pinetime-app-v2.zip"),
         ] {
-            let sha = try BatchLine.imageSHA(sample)
-            #expect(BatchLine.applicationSHA(line.waitForApplication(address, sha256: sha) ?? [:]) == sha, "\(address)")
+            let sha = try await BatchLine.imageSHA(sample)
+            #expect(BatchLine.applicationSHA(await line.waitForApplication(address, sha256: sha) ?? [:]) == sha, "\(address)")
         }
         let report = try await line.report()
         #expect(report.count == 3)

@@ -28,14 +28,14 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 20_000)
-        let simulator = try FlashSimulator(directory: directory, speedup: 100)
+        let simulator = try await FlashSimulator(directory: directory, speedup: 100)
         defer { simulator.stop() }
         let result = try await CLIRunner.run([simulator.radio, package, FlashFixture.device], timeout: 120, executable: Self.executable)
         #expect(result.status == 0, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("part 1/1: ") && $0.hasSuffix("%") })
         #expect(lines.last?.hasPrefix("done: ") == true, "\(result.stdout)")
-        let device = simulator.waitForApplication(sha256: sha)
+        let device = await simulator.waitForApplication(sha256: sha)
         let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
         #expect((installed?["sha256"] as? String)?.lowercased() == sha)
     }

@@ -23,11 +23,11 @@ struct LineCLITests {
         let attempts = try await log.attempts(batch: "line")
         await log.close()
         ThreeStationRun.checkRecords(records, attempts, hostileName: Self.hostileName)
-        try ThreeStationRun.checkImages(line, records)
+        try await ThreeStationRun.checkImages(line, records)
         ThreeStationRun.checkHandOvers(line, stations: run.stations, killTime: run.killTime)
         let done = try await ThreeStationRun.checkStatusAndReports(database, records)
         if BrowserSession.available {
-            try checkDashboard(database.url, done: done)
+            try await checkDashboard(database.url, done: done)
         }
         await database.drop()
         // Outside CI without a browser the dashboard part is reported, not passed over in silence (under CI=true
@@ -39,22 +39,22 @@ struct LineCLITests {
 
     /// The dashboard on the line the stations left: its counts are the database's, the three stations are listed,
     /// and the device that advertised markup as its name is shown as those characters.
-    func checkDashboard(_ url: String, done: Int) throws {
+    func checkDashboard(_ url: String, done: Int) async throws {
         let server = try DashboardServer(location: url)
         defer { server.stop() }
-        let port = try #require(server.waitForPort(), "line serve did not start: \(server.stderr)")
+        let port = try #require(await server.waitForPort(), "line serve did not start: \(server.stderr)")
         let browser = try BrowserSession()
         defer { browser.close() }
-        try browser.open("http://127.0.0.1:\(port)/")
-        try browser.wait("document.getElementById('count-done').textContent === '\(done)'")
-        #expect(try browser.eval("document.getElementById('count-skipped').textContent") as? String == "\(25 - done)")
-        let stations = try browser.eval("document.querySelector('#stations tbody').innerText") as? String ?? ""
+        try await browser.open("http://127.0.0.1:\(port)/")
+        try await browser.wait("document.getElementById('count-done').textContent === '\(done)'")
+        #expect(try await browser.eval("document.getElementById('count-skipped').textContent") as? String == "\(25 - done)")
+        let stations = try await browser.eval("document.querySelector('#stations tbody').innerText") as? String ?? ""
         #expect(["s1", "s2", "s3"].allSatisfy { stations.contains($0) }, "\(stations)")
-        let names = try browser.eval("Array.from(document.querySelectorAll('#recent tbody tr td:first-child')).map(c => c.textContent)") as? [String] ?? []
+        let names = try await browser.eval("Array.from(document.querySelectorAll('#recent tbody tr td:first-child')).map(c => c.textContent)") as? [String] ?? []
         #expect(names.contains(Self.hostileName), "\(names)")
-        #expect(try browser.eval("document.scripts.length") as? Int == 1)
-        #expect(try browser.eval("document.title") as? String == "bledfu line")
-        try browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent("line-three-stations.png").path)
+        #expect(try await browser.eval("document.scripts.length") as? Int == 1)
+        #expect(try await browser.eval("document.title") as? String == "bledfu line")
+        try await browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent("line-three-stations.png").path)
     }
 
     /// Bad input: a wrong or unreachable database URL, a newer schema, two live stations with one name, and a plan

@@ -32,22 +32,22 @@ struct LineDashboardBrowserTests {
         let line = try await Self.fill(log)
         let server = try DashboardServer(location: location)
         defer { server.stop() }
-        let port = try #require(server.waitForPort(), "line serve did not start: \(server.stderr)")
+        let port = try #require(await server.waitForPort(), "line serve did not start: \(server.stderr)")
         #expect(!server.stderr.contains(secret ?? "\u{0}never"), "the password is never printed")
         let browser = try BrowserSession()
         defer { browser.close() }
-        try browser.open("http://127.0.0.1:\(port)/")
-        try Self.checkPage(browser, secret: secret)
-        try browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent(screenshot).path)
+        try await browser.open("http://127.0.0.1:\(port)/")
+        try await Self.checkPage(browser, secret: secret)
+        try await browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent(screenshot).path)
 
         // A device finishes: the open page follows (server-sent events), no reload.
-        let loads = try browser.eval("performance.getEntriesByType('navigation').length") as? Int
+        let loads = try await browser.eval("performance.getEntriesByType('navigation').length") as? Int
         try await line.end(4, .done)
-        try browser.wait("document.getElementById('count-done').textContent === '3'")
-        #expect(try browser.eval("document.getElementById('count-running').textContent") as? String == "0")
-        #expect(try browser.eval("performance.getEntriesByType('navigation').length") as? Int == loads)
-        #expect((try browser.eval("Number(document.getElementById('updates').textContent)") as? Int ?? 0) >= 2)
-        try browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent(screenshot.replacingOccurrences(of: ".png", with: "-after.png")).path)
+        try await browser.wait("document.getElementById('count-done').textContent === '3'")
+        #expect(try await browser.eval("document.getElementById('count-running').textContent") as? String == "0")
+        #expect(try await browser.eval("performance.getEntriesByType('navigation').length") as? Int == loads)
+        #expect((try await browser.eval("Number(document.getElementById('updates').textContent)") as? Int ?? 0) >= 2)
+        try await browser.screenshot(CLIRunner.outputDirectory.appendingPathComponent(screenshot.replacingOccurrences(of: ".png", with: "-after.png")).path)
         await log.close()
     }
 
@@ -102,22 +102,22 @@ struct LineDashboardBrowserTests {
     }
 
     /// The counts and stations the database holds; the hostile name as text; no password.
-    static func checkPage(_ browser: BrowserSession, secret: String?) throws {
-        try browser.wait("document.getElementById('count-done').textContent === '2'")
-        #expect(try browser.eval("document.getElementById('count-failed').textContent") as? String == "1")
-        #expect(try browser.eval("document.getElementById('count-running').textContent") as? String == "1")
-        #expect(try browser.eval("document.getElementById('count-pending').textContent") as? String == "1")
-        let stationText = try browser.eval("document.querySelector('#stations tbody').innerText") as? String ?? ""
+    static func checkPage(_ browser: BrowserSession, secret: String?) async throws {
+        try await browser.wait("document.getElementById('count-done').textContent === '2'")
+        #expect(try await browser.eval("document.getElementById('count-failed').textContent") as? String == "1")
+        #expect(try await browser.eval("document.getElementById('count-running').textContent") as? String == "1")
+        #expect(try await browser.eval("document.getElementById('count-pending').textContent") as? String == "1")
+        let stationText = try await browser.eval("document.querySelector('#stations tbody').innerText") as? String ?? ""
         #expect(stationText.contains("station-1") && stationText.contains("station-2") && stationText.contains("hci0×4, hci1×4"), "\(stationText)")
-        let failures = try browser.eval("document.querySelector('#failures tbody').innerText") as? String ?? ""
+        let failures = try await browser.eval("document.querySelector('#failures tbody').innerText") as? String ?? ""
         #expect(failures.contains("wrong hardware version"), "\(failures)")
         // The hostile name is text: the cell holds it byte for byte, no element came from it, the title is intact.
-        #expect(try browser.eval("document.querySelector('#inflight tbody td').textContent") as? String == Self.hostile)
-        #expect(try browser.eval("document.querySelectorAll('img').length") as? Int == 0)
-        #expect(try browser.eval("document.scripts.length") as? Int == 1)
-        #expect(try browser.eval("document.title") as? String == "bledfu line")
-        #expect(try browser.eval("document.querySelector('#inflight tbody').innerText.includes('70 %')") as? Bool == true)
-        let page = try browser.eval("document.body.innerText") as? String ?? ""
+        #expect(try await browser.eval("document.querySelector('#inflight tbody td').textContent") as? String == Self.hostile)
+        #expect(try await browser.eval("document.querySelectorAll('img').length") as? Int == 0)
+        #expect(try await browser.eval("document.scripts.length") as? Int == 1)
+        #expect(try await browser.eval("document.title") as? String == "bledfu line")
+        #expect(try await browser.eval("document.querySelector('#inflight tbody').innerText.includes('70 %')") as? Bool == true)
+        let page = try await browser.eval("document.body.innerText") as? String ?? ""
         if let secret { #expect(!page.contains(secret), "the page never shows the database password") }
     }
 }
@@ -135,22 +135,21 @@ final class DashboardServer {
 
     var stderr: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
 
-    func waitForPort() -> Int? {
-        for _ in 0..<3000 where process.isRunning {
+    /// The port, once the first line names it (checked every 20 ms for at most 60 s, without holding a thread).
+    func waitForPort() async -> Int? {
+        var port: Int?
+        await OffPool.poll(timeout: .seconds(60), every: .milliseconds(20)) {
             if let range = stderr.range(of: "http://127.0.0.1:") {
-                let digits = stderr[range.upperBound...].prefix { $0.isNumber }
-                if let port = Int(digits) { return port }
+                port = Int(stderr[range.upperBound...].prefix { $0.isNumber })
             }
-            usleep(20_000)
+            return port != nil || !process.isRunning
         }
-        return nil
+        return port
     }
 
+    /// SIGINT and a bounded wait for the exit (at most 10 s): called from `defer`, which cannot await.
     func stop() {
-        if process.isRunning {
-            process.child.signal(SIGINT)
-            process.waitUntilExit()
-        }
+        process.child.terminateBlocking(signal: SIGINT)
         try? FileManager.default.removeItem(at: errors)
     }
 }
@@ -195,14 +194,16 @@ final class BrowserSession {
         try? FileIO.close(output)
     }
 
-    func send(_ command: String) throws -> Any? {
+    func send(_ command: String) async throws -> Any? {
         do {
             try FileIO.writeAll(input, Array((command + "\n").utf8))
         } catch {
             throw Failure(description: "tools/browser does not take commands: \(error)")
         }
         while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = Data((try? BlockingRead.chunk(fd: output)) ?? [])
+            // The answer may take a minute (`wait 60`): read on a thread of its own.
+            let output = output
+            let chunk = try await OffPool.run { Data((try? BlockingRead.chunk(fd: output)) ?? []) }
             if chunk.isEmpty { throw Failure(description: "tools/browser ended") }
             buffer.append(chunk)
         }
@@ -214,20 +215,19 @@ final class BrowserSession {
         return answer["value"]
     }
 
-    func open(_ url: String) throws { _ = try send("open \(url)") }
+    func open(_ url: String) async throws { _ = try await send("open \(url)") }
     /// Waits (at most 60 s, generous under load) until the expression is true.
-    func wait(_ expression: String) throws { _ = try send("wait 60 \(expression)") }
-    func eval(_ expression: String) throws -> Any? { try send("eval \(expression)") }
-    func screenshot(_ path: String) throws {
+    func wait(_ expression: String) async throws { _ = try await send("wait 60 \(expression)") }
+    func eval(_ expression: String) async throws -> Any? { try await send("eval \(expression)") }
+    func screenshot(_ path: String) async throws {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        _ = try send("screenshot \(path)")
+        _ = try await send("screenshot \(path)")
     }
 
-    /// Quits the browser and waits (bounded, then SIGKILL) for it to end.
+    /// Tells the browser to quit; a thread of its own gives it 60 s to end, then SIGKILL (called from `defer`,
+    /// which cannot await: nothing here blocks).
     func close() {
-        _ = try? send("quit")
-        let deadline = Date().addingTimeInterval(60)
-        while process.exit == nil && Date() < deadline { usleep(10_000) }
-        if process.exit == nil { process.signal(SIGKILL) }
+        try? FileIO.writeAll(input, Array("quit\n".utf8))
+        process.endDetached(grace: 60)
     }
 }

@@ -17,7 +17,7 @@ struct LinePausedStationTests {
         let simulatorArguments = ["--device", "sensor", "--speedup", "1", "--status-dir", line.status.path, "--json", "--state-dir", deviceState.path]
         var simulator: SimulatorProcess? = try SimulatorProcess(simulatorArguments, radio: line.radio)
         defer { simulator?.cleanUp() }
-        try #require(simulator?.waitUntil(timeout: 60) { simulator?.files(".adv").isEmpty == false } == true, "the sensor advertises")
+        try #require(await simulator?.waitUntil(timeout: 60) { simulator?.files(".adv").isEmpty == false } == true, "the sensor advertises")
         let plan = try line.writeMixedPlan(expect: 1, connections: 1)
         let first = try StationProcess(
             name: "s1", plan: plan, database: database.url, state: line.state.appendingPathComponent("s1"), lease: 6, in: line.directory)
@@ -28,7 +28,7 @@ struct LinePausedStationTests {
                 $0["event"] as? String == "progress" && $0["stage"] as? String == "uploading" && ($0["bytes"] as? Int ?? 0) > 0
                     && ($0["bytes"] as? Int ?? 0) < ($0["total"] as? Int ?? 0)
             }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         try #require(uploading && first.process.isRunning, "s1 never uploaded: \(first.stderr)\n\(first.events.suffix(5))")
         // Pause s1 and its children, then restart the device under them (its link to s1's child is gone).
@@ -37,24 +37,24 @@ struct LinePausedStationTests {
         defer { for pid in paused { kill(pid, SIGCONT) } }
         #expect(paused.count >= 2, "s1 has its bledfu flash child")
         for pid in paused { kill(pid, SIGSTOP) }
-        _ = simulator?.stop(signal: SIGKILL)
+        _ = await simulator?.stop(signal: SIGKILL)
         for file in simulator?.files(".adv") ?? [] { try? FileManager.default.removeItem(at: line.radio.appendingPathComponent(file)) }
         simulator = try SimulatorProcess(simulatorArguments, radio: line.radio)
-        try #require(simulator?.waitUntil(timeout: 60) { simulator?.files(".adv").isEmpty == false } == true, "the sensor advertises again")
+        try #require(await simulator?.waitUntil(timeout: 60) { simulator?.files(".adv").isEmpty == false } == true, "the sensor advertises again")
 
         // s2 takes the device over once s1's lease ran out, and finishes it.
         let second = try StationProcess(
             name: "s2", plan: plan, database: database.url, state: line.state.appendingPathComponent("s2"), lease: 6, in: line.directory)
-        let secondStatus = second.wait(timeout: 200)
+        let secondStatus = await second.wait(timeout: 200)
         #expect(secondStatus == 0, "s2 exit \(secondStatus.map(String.init) ?? "none"): \(second.stderr)\n\(second.events.suffix(5))")
         let log = try await database.open()
         let before = try await log.attempts(batch: "line").map { "\($0.id) \($0.station ?? "-") \($0.result) \($0.finishedAt ?? "-") \($0.bytes)" }
 
         // s1 comes back: it stops its child (its lease is gone) and records nothing about the device.
         for pid in paused { kill(pid, SIGCONT) }
-        let firstStatus = first.wait(timeout: 60)
+        let firstStatus = await first.wait(timeout: 60)
         #expect(firstStatus == 0 || firstStatus == 53, "s1 exit \(firstStatus.map(String.init) ?? "none"): \(first.stderr)")
-        for _ in 0..<3000 where paused.dropFirst().contains(where: { kill($0, 0) == 0 && !Self.isZombie($0) }) { usleep(10_000) }
+        for _ in 0..<3000 where paused.dropFirst().contains(where: { kill($0, 0) == 0 && !Self.isZombie($0) }) { try await Task.sleep(for: .milliseconds(10)) }
         #expect(!paused.dropFirst().contains { kill($0, 0) == 0 && !Self.isZombie($0) }, "s1's flash child ended")
         let said = first.stderr + first.events.compactMap { $0["message"] as? String }.joined(separator: "\n")
         #expect(
@@ -70,8 +70,8 @@ struct LinePausedStationTests {
         #expect(records.count == 1 && records.first?.status == .done && records.first?.station == "s2", "\(records)")
         #expect(attempts.map(\.station) == ["s1", "s2"] && attempts.map(\.result) == [.interrupted, .done], "\(attempts.map(\.result))")
         // The device: the new image, one update since its restart; s1's child is gone, so none can start later.
-        let sha = try BatchLine.imageSHA("sensor-app-v2.zip")
-        let state = line.waitForApplication(try #require(records.first?.address), sha256: sha)
+        let sha = try await BatchLine.imageSHA("sensor-app-v2.zip")
+        let state = await line.waitForApplication(try #require(records.first?.address), sha256: sha)
         #expect(state.map(BatchLine.applicationSHA) == sha)
         #expect(BatchLine.updatesCompleted(state) == 1, "updated once: \(String(describing: state?["counters"]))")
         #expect(state?["mode"] as? String == "app")

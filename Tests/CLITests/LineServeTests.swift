@@ -32,17 +32,17 @@ import Testing
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         let server = try DashboardServer(location: path)
         defer { server.stop() }
-        let port = try #require(server.waitForPort(), "line serve did not start: \(server.stderr)")
+        let port = try #require(await server.waitForPort(), "line serve did not start: \(server.stderr)")
         #expect(server.stderr.contains("http://127.0.0.1:\(port)/ (read-only"), "\(server.stderr)")
-        func status(_ method: String, _ route: String) throws -> Int {
-            let output = try CLIRunner.runTool(
+        func status(_ method: String, _ route: String) async throws -> Int {
+            let output = try await CLIRunner.runTool(
                 "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", method, "--max-time", "30", "http://127.0.0.1:\(port)\(route)"])
             return Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
-        #expect(try status("GET", "/api/snapshot") == 200)
+        #expect(try await status("GET", "/api/snapshot") == 200)
         for method in ["POST", "PUT", "DELETE", "PATCH"] {
             for route in ["/", "/api/snapshot", "/events"] {
-                let code = try status(method, route)
+                let code = try await status(method, route)
                 #expect(code == 405 || code == 404, "\(method) \(route): \(code)")
             }
         }

@@ -55,12 +55,8 @@ final class StationProcess {
             stdout: output, stderr: errors)
     }
 
-    deinit {
-        if process.isRunning {
-            process.child.signal(SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    // Bounded (a SIGKILL'd child's exit): deinit cannot await.
+    deinit { process.child.terminateBlocking(signal: SIGKILL) }
 
     var pid: Int32 { process.processIdentifier }
     var events: [[String: Any]] {
@@ -72,12 +68,9 @@ final class StationProcess {
 
     func count(_ event: String) -> Int { events.filter { $0["event"] as? String == event }.count }
 
-    /// Waits (bounded) for the exit; nil when it did not exit in time.
-    func wait(timeout: TimeInterval) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        guard !process.isRunning else { return nil }
-        process.waitUntilExit()
+    /// Awaits (bounded, on the reactor) the exit; nil when it did not exit in time.
+    func wait(timeout: TimeInterval) async -> Int32? {
+        guard await process.child.wait(timeout: .seconds(timeout)) != nil else { return nil }
         return process.terminationStatus
     }
 }

@@ -17,7 +17,7 @@ struct LineTakeoverFamilyTests {
         let database = try await TestLineDatabase()
         // Speedup 1: the upload takes seconds, so s1 is killed inside it.
         try line.simulate([profile], ["--json"], speedup: 1)
-        try line.waitForDevices(1)
+        try await line.waitForDevices(1)
         let plan = try line.writeMixedPlan(expect: 1, connections: 1)
         let first = try StationProcess(
             name: "s1", plan: plan, database: database.url, state: line.state.appendingPathComponent("s1"), lease: 8, in: line.directory)
@@ -29,16 +29,16 @@ struct LineTakeoverFamilyTests {
                 $0["event"] as? String == "progress" && $0["stage"] as? String == "uploading" && ($0["bytes"] as? Int ?? 0) > 0
                     && ($0["bytes"] as? Int ?? 0) < ($0["total"] as? Int ?? 0)
             }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         try #require(uploading && first.process.isRunning, "s1 never uploaded: \(first.stderr)\n\(first.events.suffix(5))")
         kill(first.pid, SIGKILL)
-        _ = first.wait(timeout: 30)
+        _ = await first.wait(timeout: 30)
 
         let secondState = line.state.appendingPathComponent("s2")
         try FileManager.default.createDirectory(at: secondState, withIntermediateDirectories: true)
         let second = try StationProcess(name: "s2", plan: plan, database: database.url, state: secondState, lease: 8, in: line.directory)
-        let status = second.wait(timeout: 240)
+        let status = await second.wait(timeout: 240)
         #expect(status == 0, "s2 exit \(status.map(String.init) ?? "none"): \(second.stderr)\n\(second.events.suffix(5))")
 
         let log = try await database.open()
@@ -57,13 +57,13 @@ struct LineTakeoverFamilyTests {
             let samples = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples")
             let hash = try #require(
                 try MCUbootImage(bytes: Array(Data(contentsOf: samples.appendingPathComponent("smp-sensor-app-v2.bin")))).hashTLV)
-            let state = line.waitForSMPImage(record.address, hash: hash)
+            let state = await line.waitForSMPImage(record.address, hash: hash)
             let active = state?.images.first { $0.active }
             #expect(active?.hash == hash && active?.confirmed == true, "\(record.address) runs the MCUboot image, confirmed")
             #expect(state?.counters.swaps == 1, "swapped once: \(state.map { "\($0.counters)" } ?? "-")")
         } else {
-            let sha = try BatchLine.imageSHA("sdk11-nrf51-app-v2.zip")
-            let state = line.waitForApplication(record.address, sha256: sha)
+            let sha = try await BatchLine.imageSHA("sdk11-nrf51-app-v2.zip")
+            let state = await line.waitForApplication(record.address, sha256: sha)
             #expect(state.map(BatchLine.applicationSHA) == sha, "\(record.address) runs the new image")
             #expect(BatchLine.updatesCompleted(state) == 1, "\(record.address) completed one update")
         }

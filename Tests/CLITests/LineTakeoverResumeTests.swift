@@ -25,7 +25,7 @@ struct LineTakeoverResumeTests {
         // Speedup 1: the upload of the 29 284-byte image takes several seconds, and s1's heartbeat (every lease / 3)
         // pushes the journal of the executed 4 KiB objects before the end.
         try line.simulate(["bracelet:1"], ["--json"], speedup: 1)
-        try line.waitForDevices(1)
+        try await line.waitForDevices(1)
         let plan = try line.writePlan(expect: 1, connections: 1)
         let imageSize = try Self.imageSize("bracelet-app-v2.zip")
         let log = try await database.open()
@@ -40,12 +40,12 @@ struct LineTakeoverResumeTests {
         while first.process.isRunning, Date() < deadline {
             seen = try await Self.storedJournal(log)
             if let seen, seen.station == "s1", seen.confirmedBytes > 0 { break }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         let found = try #require(seen, "s1 pushed no journal to the store: \(first.stderr)\n\(first.events.suffix(5))")
         try #require(first.process.isRunning && found.confirmedBytes > 0, "s1 ended before its journal had confirmed bytes: \(found)")
         kill(first.pid, SIGKILL)
-        _ = first.wait(timeout: 30)
+        _ = await first.wait(timeout: 30)
 
         // What the store holds after the kill: s1's journal of the cut upload, an object boundary inside the image.
         let journal = try #require(try await Self.storedJournal(log), "the dead station's journal is in the store")
@@ -58,7 +58,7 @@ struct LineTakeoverResumeTests {
         try FileManager.default.createDirectory(at: secondState, withIntermediateDirectories: true)
         #expect(try FileManager.default.contentsOfDirectory(atPath: secondState.path).isEmpty, "s2 starts with no journal file")
         let second = try StationProcess(name: "s2", plan: plan, database: database.url, state: secondState, lease: 8, in: line.directory)
-        let status = second.wait(timeout: 180)
+        let status = await second.wait(timeout: 180)
         #expect(status == 0, "s2 exit \(status.map(String.init) ?? "none"): \(second.stderr)\n\(second.events.suffix(5))")
 
         let records = try await log.devices(batch: "line")
@@ -89,8 +89,8 @@ struct LineTakeoverResumeTests {
         print("line takeover: s1's journal at \(journal.confirmedBytes) B; s2 resumed at \(resumedAt) B, counted \(taker.bytes) of \(imageSize) B")
         #expect(leftover == nil, "the store's journal goes with the finished update: \(String(describing: leftover))")
 
-        let sha = try BatchLine.imageSHA("bracelet-app-v2.zip")
-        let device = line.waitForApplication(record.address, sha256: sha)
+        let sha = try await BatchLine.imageSHA("bracelet-app-v2.zip")
+        let device = await line.waitForApplication(record.address, sha256: sha)
         #expect(device.map(BatchLine.applicationSHA) == sha, "\(record.address) runs the new image")
         #expect(BatchLine.updatesCompleted(device) == 1, "\(record.address) completed one update")
         await database.drop()

@@ -35,7 +35,7 @@ struct ThreeStationRun {
     static func start(_ line: BatchLine, database: TestLineDatabase) async throws -> ThreeStationRun {
         let hostile = try line.profile("bracelet", name: LineCLITests.hostileName, address: "C6:05:04:03:40:01", file: "hostile.json")
         try line.simulate(counts.keys.sorted().map { "\($0):\(counts[$0] ?? 0)" } + [hostile], ["--json"], speedup: 6)
-        try line.waitForDevices(deviceCount)
+        try await line.waitForDevices(deviceCount)
         let plan = try line.writeMixedPlan(expect: deviceCount, connections: 2)
         // Lease 8 s: a station stops itself when no heartbeat has reached the database for 0.6 of its lease, and on
         // a loaded machine (two CPU hogs beside the suite) 4 s leases saw a 2.4 s silence; the kill costs one lease.
@@ -54,12 +54,12 @@ struct ThreeStationRun {
                 killedAt = Int(Date().timeIntervalSince1970 * 1_000_000)
                 break
             }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         let killTime = try #require(killedAt, "station 2 never had a device in flight after its first: \(victim.stderr)")
-        _ = victim.wait(timeout: 10)
+        _ = await victim.wait(timeout: 10)
         for station in [stations[0], stations[2]] {
-            let status = station.wait(timeout: 400)
+            let status = await station.wait(timeout: 400)
             #expect(status == 0, "\(station.name) exit \(status.map(String.init) ?? "none"): \(station.stderr)\n\(station.events.suffix(5))")
         }
         return ThreeStationRun(stations: stations, killTime: killTime)
@@ -94,23 +94,23 @@ struct ThreeStationRun {
 
     /// Every device runs its new image and completed exactly one update: the Secure and Legacy devices' application
     /// (its SHA-256 and the update counter), the SMP devices' active MCUboot image, confirmed, after one swap.
-    static func checkImages(_ line: BatchLine, _ records: [DeviceRecord]) throws {
-        let braceletSHA = try BatchLine.imageSHA("bracelet-app-v2.zip")
-        let sensorSHA = try BatchLine.imageSHA("sensor-app-v2.zip")
-        let hrmSHA = try BatchLine.imageSHA("sdk11-nrf51-app-v2.zip")
+    static func checkImages(_ line: BatchLine, _ records: [DeviceRecord]) async throws {
+        let braceletSHA = try await BatchLine.imageSHA("bracelet-app-v2.zip")
+        let sensorSHA = try await BatchLine.imageSHA("sensor-app-v2.zip")
+        let hrmSHA = try await BatchLine.imageSHA("sdk11-nrf51-app-v2.zip")
         let samples = CLIRunner.repositoryRoot.appendingPathComponent("Firmware/samples")
         let smpHash = try #require(
             try MCUbootImage(bytes: Array(Data(contentsOf: samples.appendingPathComponent("smp-sensor-app-v2.bin")))).hashTLV)
         for record in records {
             switch Family(record.address) {
             case .smp:
-                let state = line.waitForSMPImage(record.address, hash: smpHash)
+                let state = await line.waitForSMPImage(record.address, hash: smpHash)
                 let active = state?.images.first { $0.active }
                 #expect(active?.hash == smpHash && active?.confirmed == true, "\(record.address) runs the MCUboot image, confirmed")
                 #expect(state?.counters.swaps == 1, "\(record.address) swapped once: \(state.map { "\($0.counters)" } ?? "-")")
             case .legacy, .secure:
                 let sha = Family(record.address) == .legacy ? hrmSHA : record.address.hasPrefix("C6") ? braceletSHA : sensorSHA
-                let state = line.waitForApplication(record.address, sha256: sha)
+                let state = await line.waitForApplication(record.address, sha256: sha)
                 #expect(state.map(BatchLine.applicationSHA) == sha, "\(record.address) runs the new image")
                 #expect(BatchLine.updatesCompleted(state) == 1, "\(record.address) updated once")
             }
@@ -216,16 +216,15 @@ extension BatchLine {
         return url.path
     }
 
-    /// Waits (bounded) until the SMP device's active image is `hash`, confirmed, and the device is disconnected.
-    func waitForSMPImage(_ address: String, hash: [UInt8]) -> SMPDeviceState? {
+    /// Waits (bounded, 30 s, without holding a thread) until the SMP device's active image is `hash`, confirmed, and
+    /// the device is disconnected.
+    func waitForSMPImage(_ address: String, hash: [UInt8]) async -> SMPDeviceState? {
         let path = status.appendingPathComponent(address.replacingOccurrences(of: ":", with: "-") + ".json").path
         var state: SMPDeviceState?
-        for _ in 0..<3000 {
+        await OffPool.poll(timeout: .seconds(30)) {
             state = FileManager.default.contents(atPath: path).flatMap { try? JSONDecoder().decode(SMPDeviceState.self, from: $0) }
-            if let active = state?.images.first(where: { $0.active }), active.hash == hash, active.confirmed, state?.connected == false {
-                break
-            }
-            usleep(10_000)
+            guard let active = state?.images.first(where: { $0.active }) else { return false }
+            return active.hash == hash && active.confirmed && state?.connected == false
         }
         return state
     }

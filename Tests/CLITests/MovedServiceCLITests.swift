@@ -25,7 +25,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 12_000)
-        let simulator = try FlashSimulator(directory: directory, device: try Self.movedProfile(in: directory))
+        let simulator = try await FlashSimulator(directory: directory, device: try Self.movedProfile(in: directory))
         defer { simulator.stop() }
         let common = [
             "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
@@ -42,7 +42,7 @@ import Testing
                 "--setting", "secure.packet=\(Self.uuids["packet"] ?? "")", "--setting", "secure.buttonless=\(Self.uuids["buttonless"] ?? "")",
             ], timeout: 120)
         #expect(moved.status == 0, "stderr: \(moved.stderr)\nsimulator: \(simulator.log())")
-        let device = simulator.waitForApplication(sha256: sha)
+        let device = await simulator.waitForApplication(sha256: sha)
         let installed = (device?["installed"] as? [String: Any])?["application"] as? [String: Any]
         #expect((installed?["sha256"] as? String)?.lowercased() == sha)
 

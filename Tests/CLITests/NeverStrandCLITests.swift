@@ -8,13 +8,13 @@ import Testing
 /// `device reset`; a capture of a flash with a jump has both links with their connections and disconnections, and
 /// tshark and `btmon -r` (BlueZ 5.66) read it.
 @Suite(.serialized, .timeLimit(.minutes(10))) struct NeverStrandCLITests {
-    /// The bracelet's mode once its status file says `mode` (written asynchronously: a bounded wait, 10 s).
-    static func mode(_ simulator: FlashSimulator, becomes mode: String) -> String? {
+    /// The bracelet's mode once its status file says `mode` (written asynchronously: a bounded wait, 10 s, without
+    /// holding a thread).
+    static func mode(_ simulator: FlashSimulator, becomes mode: String) async -> String? {
         var last: String?
-        for _ in 0..<1000 {
+        await OffPool.poll(timeout: .seconds(10)) {
             last = simulator.status()?["mode"] as? String
-            if last == mode { return last }
-            usleep(10_000)
+            return last == mode
         }
         return last
     }
@@ -26,7 +26,7 @@ import Testing
     @Test func anotherHardwareVersionIsRefusedBeforeTheJump() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         let result = try await CLIRunner.run([
             "flash", Self.sample("sensor-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
@@ -67,21 +67,21 @@ import Testing
     @Test func deviceResetBringsALeftDeviceBack() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "disconnect-after-bytes=8000"])
+        let simulator = try await FlashSimulator(directory: directory, extraArguments: ["--fault", "disconnect-after-bytes=8000"])
         defer { simulator.stop() }
         let flash = try await CLIRunner.run([
             "flash", Self.sample("bracelet-app-v2.zip"), "--adapter", "virtual:\(simulator.radio)", "--device",
             FlashFixture.device, "--state-dir", directory.appendingPathComponent("state").path, "--reconnect-attempts", "0",
         ])
         #expect(flash.status == 43, "\(flash.stderr)")
-        #expect(Self.mode(simulator, becomes: "bootloader") == "bootloader")
+        #expect(await Self.mode(simulator, becomes: "bootloader") == "bootloader")
         let info = try await CLIRunner.run(["device", "info", FlashFixture.device, "--adapter", "virtual:\(simulator.radio)"])
         #expect(info.status == 0, "\(info.stderr)")
         #expect(info.lines.first == "C6:05:04:03:02:02: Secure DFU; the device waits in its bootloader", "\(info.stdout)")
         let reset = try await CLIRunner.run(["device", "reset", FlashFixture.device, "--adapter", "virtual:\(simulator.radio)"])
         #expect(reset.status == 0, "\(reset.stderr)")
         #expect(reset.lines == ["the device is back in its application (\(FlashFixture.device))"], "\(reset.stdout)")
-        #expect(Self.mode(simulator, becomes: "app") == "app")
+        #expect(await Self.mode(simulator, becomes: "app") == "app")
     }
 
     static let tshark = "/usr/bin/tshark"
@@ -99,7 +99,7 @@ import Testing
     func captureOfAJumpReadsInTsharkAndBtmon() async throws {
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory)
+        let simulator = try await FlashSimulator(directory: directory)
         defer { simulator.stop() }
         let capture = directory.appendingPathComponent("flash.btsnoop").path
         let result = try await CLIRunner.run([
@@ -108,7 +108,7 @@ import Testing
         ], timeout: 120)
         #expect(result.status == 0, "\(result.stderr)")
 
-        let events = try CLIRunner.runTool(
+        let events = try await CLIRunner.runTool(
             Self.tshark,
             ["-r", capture, "-Y", "bthci_evt", "-T", "fields", "-e", "frame.number", "-e", "bthci_evt.code", "-e",
              "bthci_evt.connection_handle", "-e", "bthci_evt.bd_addr"])
@@ -121,7 +121,7 @@ import Testing
         // Every ATT record belongs to one of those connections (Wireshark's "connect in" frame) and goes to that
         // connection's peer: the application's link and the bootloader's are told apart.
         let peers = Dictionary(uniqueKeysWithValues: connections.map { ($0[0], $0[3].lowercased()) })
-        let acl = try CLIRunner.runTool(
+        let acl = try await CLIRunner.runTool(
             Self.tshark,
             ["-r", capture, "-Y", "btatt && bthci_acl.dst.bd_addr != 00:00:00:00:00:00", "-T", "fields", "-e",
              "bthci_acl.connect_in", "-e", "bthci_acl.dst.bd_addr"])
@@ -129,25 +129,20 @@ import Testing
         #expect(!sent.isEmpty)
         #expect(sent.allSatisfy { $0.count == 2 && peers[$0[0]] == $0[1] }, "\(sent.prefix(5)) vs \(peers)")
         #expect(Set(sent.map { $0[1] }).count >= 2)
-        let malformed = try CLIRunner.runTool(Self.tshark, ["-r", capture, "-Y", "_ws.malformed || _ws.expert.severity == error"])
+        let malformed = try await CLIRunner.runTool(Self.tshark, ["-r", capture, "-Y", "_ws.malformed || _ws.expert.severity == error"])
         #expect(malformed.isEmpty, "\(malformed)")
         // The DFU is decoded on the bootloader's link (its characteristics discovered with Read By Type Requests).
-        let verbose = try CLIRunner.runTool(Self.tshark, ["-r", capture, "-V"])
+        let verbose = try await CLIRunner.runTool(Self.tshark, ["-r", capture, "-V"])
         #expect(verbose.contains("UUID: Characteristic (0x2803)"))
         // Control Point writes carry their characteristic's UUID (learned from the discovery).
         #expect(verbose.contains("[UUID: 8ec90001f3154f609fb8838830daea50]"), "the DFU Control Point is not named")
 
-        let btmon = Process()
-        btmon.executableURL = URL(fileURLWithPath: Self.btmon)
-        btmon.arguments = ["-r", capture]
         let output = directory.appendingPathComponent("btmon.txt")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
-        btmon.standardOutput = try FileHandle(forWritingTo: output)
-        btmon.standardError = FileHandle.nullDevice
-        try btmon.run()
-        btmon.waitUntilExit()
+        let btmon = try SpawnedProcess(URL(fileURLWithPath: Self.btmon), ["-r", capture], stdout: output)
+        await btmon.waitForExit(timeout: 120)
         let decoded = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        #expect(btmon.terminationReason == .exit && btmon.terminationStatus == 0, "btmon ended with \(btmon.terminationStatus)")
+        // 0 only for an exit with code 0 (a signal reads as 128 + its number).
+        #expect(btmon.terminationStatus == 0, "btmon ended with \(btmon.terminationStatus)")
         #expect(decoded.components(separatedBy: "LE Connection Complete").count - 1 == connections.count, "\(decoded.prefix(2000))")
         #expect(decoded.contains("Peer address: C6:05:04:03:02:02"))
         #expect(decoded.components(separatedBy: "Disconnect Complete").count - 1 == disconnections.count)

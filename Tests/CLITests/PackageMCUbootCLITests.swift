@@ -70,15 +70,10 @@ import Testing
                 "package", "create", "--mcuboot", firmware.path, "--mcuboot-version", "3.1.4+15", "--key-file", Self.key, path,
             ])
             #expect(created.status == 0, "\(created.stderr)")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Self.imgtool)
-            process.arguments = ["verify", "-k", Self.pub, path]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            let text = String(decoding: Data((try? BlockingRead.toEnd(fd: pipe.fileHandleForReading.fileDescriptor)) ?? []), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(text)")
+            let verify = try await CLIRunner.run(
+                ["verify", "-k", Self.pub, path], timeout: 120, executable: URL(fileURLWithPath: Self.imgtool))
+            let text = verify.stdout
+            #expect(verify.status == 0, "\(text)")
             #expect(text.contains("3.1.4+15"))
         }
     }

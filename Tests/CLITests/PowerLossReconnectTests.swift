@@ -12,7 +12,7 @@ import Testing
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (package, sha) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
-        let simulator = try FlashSimulator(
+        let simulator = try await FlashSimulator(
             directory: directory, speedup: 1000, extraArguments: ["--fault", "power-loss-after-bytes=10000"])
         defer { simulator.stop() }
         let result = try await CLIRunner.run(
@@ -26,6 +26,6 @@ import Testing
         #expect((status?["faults"] as? [[String: Any]])?.first?["kind"] as? String == "power-loss")
         #expect(status?["mode"] as? String == "app")
         #expect(result.status == 0, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
-        #expect(FlashCampaignSupport.applicationSHA(simulator.waitForApplication(sha256: sha, attempts: 50)) == sha)
+        #expect(FlashCampaignSupport.applicationSHA(await simulator.waitForApplication(sha256: sha, attempts: 50)) == sha)
     }
 }

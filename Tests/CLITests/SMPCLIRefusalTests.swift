@@ -21,9 +21,9 @@ import Testing
         return path
     }
 
-    static func start(_ profile: URL, _ arguments: [String] = ["--speedup", "50"]) throws -> SimulatorProcess {
+    static func start(_ profile: URL, _ arguments: [String] = ["--speedup", "50"]) async throws -> SimulatorProcess {
         let simulator = try SimulatorProcess(["--device", profile.path] + arguments)
-        guard simulator.waitUntil(timeout: 60, { !simulator.files(".adv").isEmpty }) else {
+        guard await simulator.waitUntil(timeout: 60, { !simulator.files(".adv").isEmpty }) else {
             simulator.cleanUp()
             throw FlashFixture.Failure("the SMP device does not advertise: \(simulator.stderr)")
         }
@@ -44,7 +44,7 @@ import Testing
             profile.smp.smpV2 = smpV2
         }
         defer { try? FileManager.default.removeItem(at: path.deletingLastPathComponent()) }
-        let simulator = try Self.start(path)
+        let simulator = try await Self.start(path)
         defer { simulator.cleanUp() }
         let state = simulator.radio.appendingPathComponent("state").path
         let refused = try await run(simulator, ["flash", SMPCLITests.sample, "--device", SMPCLITests.device, "--upgrade", "--state-dir", state])
@@ -52,7 +52,7 @@ import Testing
         #expect(refused.errorLines.count == 1, "\(refused.stderr)")
         #expect(refused.errorLines.first?.contains(says) == true, "\(refused.stderr)")
         #expect(refused.errorLines.first?.contains("sent with `upgrade`") == true, "\(refused.stderr)")
-        simulator.waitUntil(timeout: 30) { SMPCLITests.status(simulator)?.connected == false }
+        await simulator.waitUntil(timeout: 30) { SMPCLITests.status(simulator)?.connected == false }
         let after = try #require(SMPCLITests.status(simulator))
         #expect(after.images.count == 1 && after.images.first?.version == "3.1.0", "\(after.images)")
         #expect(after.upload == nil && after.counters.uploadBytesWritten == 0, "\(after.counters)")
@@ -60,7 +60,7 @@ import Testing
         let taken = try await run(simulator, ["flash", SMPCLITests.sample, "--device", SMPCLITests.device, "--state-dir", state])
         #expect(taken.status == 0, "\(taken.stderr)")
         let hash = try SMPCLITests.sampleHash()
-        simulator.waitUntil(timeout: 60) { SMPCLITests.status(simulator)?.images.first { $0.active }?.hash == hash }
+        await simulator.waitUntil(timeout: 60) { SMPCLITests.status(simulator)?.images.first { $0.active }?.hash == hash }
         #expect(SMPCLITests.status(simulator)?.images.first { $0.active }?.hash == hash)
     }
 
@@ -68,14 +68,14 @@ import Testing
     /// confirmed, and MCUboot reverts it. `flash` (test-and-confirm) finds the old image running after the reset: one
     /// line saying so, exit 47 (reverted); the device runs its confirmed 1.0.0 again.
     @Test func aRevertedImageIsExit47() async throws {
-        let simulator = try SMPCLITests.start(["--speedup", "50", "--fault", "crash-new-image=1"])
+        let simulator = try await SMPCLITests.start(["--speedup", "50", "--fault", "crash-new-image=1"])
         defer { simulator.cleanUp() }
         let state = simulator.radio.appendingPathComponent("state").path
         let flash = try await run(simulator, ["flash", SMPCLITests.sample, "--device", SMPCLITests.device, "--state-dir", state])
         #expect(flash.status == 47, "\(flash.stderr)")
         #expect(flash.errorLines.count == 1, "\(flash.stderr)")
         #expect(flash.errorLines.first?.contains("revert") == true, "\(flash.stderr)")
-        simulator.waitUntil(timeout: 30) { SMPCLITests.status(simulator)?.connected == false }
+        await simulator.waitUntil(timeout: 30) { SMPCLITests.status(simulator)?.connected == false }
         let device = try #require(SMPCLITests.status(simulator))
         let active = device.images.first { $0.active }
         #expect(active?.version == "1.0.0" && active?.confirmed == true, "\(device.images)")
@@ -89,7 +89,7 @@ import Testing
     @Test func lostRequestsBringTheWindowDownToOne() async throws {
         let path = try Self.profile { $0.smp.bufferSize = 495 }
         defer { try? FileManager.default.removeItem(at: path.deletingLastPathComponent()) }
-        let simulator = try Self.start(path, ["--speedup", "50", "--fault", "seed=3,drop-rate=0.01"])
+        let simulator = try await Self.start(path, ["--speedup", "50", "--fault", "seed=3,drop-rate=0.01"])
         defer { simulator.cleanUp() }
         let state = simulator.radio.appendingPathComponent("state").path
         let flash = try await run(
@@ -98,7 +98,7 @@ import Testing
         let said = flash.lines.filter { $0.contains("the window fell from 3 to 1 chunk in flight") }
         #expect(said.count == 1, "\(flash.stdout)")
         let hash = try SMPCLITests.sampleHash()
-        simulator.waitUntil(timeout: 60) { SMPCLITests.status(simulator)?.images.first { $0.active }?.confirmed == true }
+        await simulator.waitUntil(timeout: 60) { SMPCLITests.status(simulator)?.images.first { $0.active }?.confirmed == true }
         let device = try #require(SMPCLITests.status(simulator))
         #expect(device.images.first { $0.active }?.hash == hash)
         #expect(device.counters.faults.contains("drop"), "\(device.counters.faults)")

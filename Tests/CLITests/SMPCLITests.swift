@@ -26,9 +26,9 @@ import Testing
         return try? JSONDecoder().decode(SMPDeviceState.self, from: data)
     }
 
-    static func start(_ arguments: [String] = []) throws -> SimulatorProcess {
+    static func start(_ arguments: [String] = []) async throws -> SimulatorProcess {
         let simulator = try SimulatorProcess(["--device", "smp-sensor"] + arguments)
-        guard simulator.waitUntil(timeout: 60, { !simulator.files(".adv").isEmpty }) else {
+        guard await simulator.waitUntil(timeout: 60, { !simulator.files(".adv").isEmpty }) else {
             simulator.cleanUp()
             throw FlashFixture.Failure("the SMP device does not advertise: \(simulator.stderr)")
         }
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func scanShowsTheFamilyAndImageListTheSlots() async throws {
-        let simulator = try Self.start(["--speedup", "50"])
+        let simulator = try await Self.start(["--speedup", "50"])
         defer { simulator.cleanUp() }
         let scan = try await run(simulator, ["scan", "--duration", "1"])
         #expect(scan.status == 0, "\(scan.stderr)")
@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func flashWithTheKeyEndsConfirmedAndARerunIsANoOp() async throws {
-        let simulator = try Self.start(["--speedup", "50"])
+        let simulator = try await Self.start(["--speedup", "50"])
         defer { simulator.cleanUp() }
         let state = simulator.radio.appendingPathComponent("state").path
         let capture = simulator.radio.appendingPathComponent("smp.btsnoop").path
@@ -77,7 +77,7 @@ import Testing
         #expect(flash.stdout.contains("2.0.0, active, confirmed"), "\(flash.stdout)")
         let hash = try Self.sampleHash()
         // The status file is written when the link ends, just after the flash exits.
-        simulator.waitUntil(timeout: 60) { Self.status(simulator)?.images.first { $0.active }?.hash == hash }
+        await simulator.waitUntil(timeout: 60) { Self.status(simulator)?.images.first { $0.active }?.hash == hash }
         let active = Self.status(simulator)?.images.first { $0.active }
         #expect(active?.hash == hash)
         #expect(active?.confirmed == true)
@@ -113,7 +113,7 @@ import Testing
     }
 
     @Test func uploadOnlyThenImageTestResetAndConfirm() async throws {
-        let simulator = try Self.start(["--speedup", "50"])
+        let simulator = try await Self.start(["--speedup", "50"])
         defer { simulator.cleanUp() }
         let flash = try await run(
             simulator,
@@ -173,7 +173,7 @@ import Testing
 
     @Test func aKilledFlashIsResumedByTheRerunFromTheDevicesOffset() async throws {
         // Slowed down (speedup 0.5) so the kill lands in the middle of the upload.
-        let simulator = try Self.start(["--speedup", "0.5"])
+        let simulator = try await Self.start(["--speedup", "0.5"])
         defer { simulator.cleanUp() }
         let state = simulator.radio.appendingPathComponent("state")
         let events = simulator.radio.appendingPathComponent("flash.out")
@@ -194,10 +194,10 @@ import Testing
             }.max() ?? 0
         }
         let deadline = Date().addingTimeInterval(120)
-        while confirmed() < 16_000, flash.isRunning, Date() < deadline { usleep(10_000) }
+        while confirmed() < 16_000, flash.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         let killedWhileRunning = flash.isRunning
         flash.child.signal(SIGKILL)
-        flash.waitUntilExit()
+        await flash.waitForExit()
         #expect(killedWhileRunning, "the flash ended before the kill point")
         #expect(flash.terminationStatus == 128 + SIGKILL)
         let held = confirmed()
@@ -209,7 +209,7 @@ import Testing
         let first = CLIRunner.events(rerun).first { $0["event"] as? String == "progress" }?["bytes"] as? Int ?? 0
         #expect(first >= held, "the rerun resumed at the device's offset (\(first) after \(held) confirmed)")
         let hash = try Self.sampleHash()
-        simulator.waitUntil(timeout: 60) { Self.status(simulator)?.images.first { $0.active }?.confirmed == true }
+        await simulator.waitUntil(timeout: 60) { Self.status(simulator)?.images.first { $0.active }?.confirmed == true }
         let device = try #require(Self.status(simulator))
         let active = device.images.first { $0.active }
         #expect(active?.hash == hash)

@@ -10,7 +10,7 @@ import Testing
     }
 
     @Test func echoAndParams() async throws {
-        let simulator = try SMPCLITests.start(["--speedup", "50"])
+        let simulator = try await SMPCLITests.start(["--speedup", "50"])
         defer { simulator.cleanUp() }
         let echo = try await run(simulator, ["smp", "echo", "hello, zephyr", "--device", SMPCLITests.device])
         #expect(echo.status == 0, "\(echo.stderr)")
@@ -34,7 +34,7 @@ import Testing
     @Test func paramsRefusedByADeviceWithoutThem() async throws {
         let path = try SMPCLIRefusalTests.profile { $0.smp.mcumgrParameters = false }
         defer { try? FileManager.default.removeItem(at: path.deletingLastPathComponent()) }
-        let simulator = try SMPCLIRefusalTests.start(path)
+        let simulator = try await SMPCLIRefusalTests.start(path)
         defer { simulator.cleanUp() }
         let params = try await run(simulator, ["smp", "params", "--device", SMPCLITests.device])
         #expect(params.status == 40, "\(params.stderr)")

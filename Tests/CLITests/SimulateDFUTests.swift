@@ -19,7 +19,7 @@ import Testing
         ])
         defer { simulator.cleanUp() }
         let radio = "virtual:\(simulator.radio.path)"
-        #expect(simulator.waitUntil { simulator.files(".adv").count == 1 }, "no advertisement: \(simulator.stderr)")
+        #expect(await simulator.waitUntil { simulator.files(".adv").count == 1 }, "no advertisement: \(simulator.stderr)")
 
         let flash = try await CLIRunner.run(
             ["flash", "--adapter", radio, "--device", Self.bracelet, Self.sample.path], timeout: 120)
@@ -35,7 +35,7 @@ import Testing
         #expect(counters?["updates_completed"] as? Int == 1, "\(state)")
         #expect(counters?["faults_fired"] as? Int == 1, "\(state)")
 
-        #expect(simulator.stop() == 0, "\(simulator.stderr)")
+        #expect(await simulator.stop() == 0, "\(simulator.stderr)")
         let events = simulator.stdout.split(separator: "\n").compactMap(decode)
         let fault = try #require(events.first { $0["event"] as? String == "fault" }, "\(simulator.stdout)")
         #expect(fault["kind"] as? String == "disconnect")

@@ -33,14 +33,9 @@ final class SpawnedProcess: Sendable {
 
     func terminate() { child.signal(SIGTERM) }
 
-    /// Waits for the exit (polling every 10 ms, for synchronous callers), at most `timeout` s, then SIGKILL.
-    func waitUntilExit(timeout: TimeInterval = 60) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while isRunning && Date() < deadline { usleep(10_000) }
-        if isRunning {
-            child.signal(SIGKILL)
-            while isRunning { usleep(10_000) }
-        }
+    /// Awaits the exit on the reactor (no thread held), at most `timeout` s, then SIGKILL.
+    func waitForExit(timeout: TimeInterval = 60) async {
+        await child.waitForExit(timeout: .seconds(timeout))
     }
 }
 
@@ -67,12 +62,8 @@ final class SimulatorProcess {
             stdout: stdoutFile, stderr: stderrFile)
     }
 
-    deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
+    // Bounded (a SIGTERM'd child's exit, at most 10 s): deinit cannot await.
+    deinit { process.child.terminateBlocking() }
 
     var stdout: String { (try? String(contentsOf: stdoutFile, encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
@@ -85,32 +76,22 @@ final class SimulatorProcess {
 
     /// Polls `condition` every 10 ms for at most `timeout` seconds (or until the child exits); true once it holds.
     @discardableResult
-    func waitUntil(timeout: TimeInterval = 30, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            if !process.isRunning { return condition() }
-            usleep(10_000)
-        }
-        return condition()
+    func waitUntil(timeout: TimeInterval = 30, _ condition: () async -> Bool) async -> Bool {
+        await OffPool.poll(timeout: .seconds(timeout)) { await condition() || !process.isRunning }
+        return await condition()
     }
 
-    /// Sends `signal` and waits (bounded) for the exit; returns the exit status, nil when it did not exit.
-    func stop(signal: Int32 = SIGINT, timeout: TimeInterval = 20) -> Int32? {
+    /// Sends `signal` and awaits (bounded) the exit; returns the exit status, nil when it did not exit.
+    func stop(signal: Int32 = SIGINT, timeout: TimeInterval = 20) async -> Int32? {
         guard process.isRunning else { return process.terminationStatus }
         process.child.signal(signal)
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        guard !process.isRunning else { return nil }
+        guard await process.child.wait(timeout: .seconds(timeout)) != nil else { return nil }
         return process.terminationStatus
     }
 
-    /// Kills the child if still running and removes the radio directory.
+    /// Kills the child if still running (SIGTERM, bounded: called from `defer`) and removes the radio directory.
     func cleanUp() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        process.child.terminateBlocking()
         try? FileManager.default.removeItem(at: radio)
     }
 }

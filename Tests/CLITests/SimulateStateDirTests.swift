@@ -13,9 +13,9 @@ import Testing
         data.flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }
     }
 
-    /// The first device's state from `simulate status --json` (blocking: polled from a synchronous condition).
-    func status(_ radio: String) throws -> [String: Any]? {
-        let status = try CLIRunner.runBlocking(["simulate", "status", "--adapter", radio, "--json"])
+    /// The first device's state from `simulate status --json`.
+    func status(_ radio: String) async throws -> [String: Any]? {
+        let status = try await CLIRunner.run(["simulate", "status", "--adapter", radio, "--json"])
         let line = status.stdout.split(separator: "\n").first.map { Data($0.utf8) }
         return json(line)?["state"] as? [String: Any]
     }
@@ -33,22 +33,19 @@ import Testing
         let first = try SimulatorProcess(common + ["--fault", "stall-at=execute-data"])
         defer { first.cleanUp() }
         var radio = "virtual:\(first.radio.path)"
-        #expect(first.waitUntil { first.files(".adv").count == 1 }, "no advertisement: \(first.stderr)")
+        #expect(await first.waitUntil { first.files(".adv").count == 1 }, "no advertisement: \(first.stderr)")
         let flasher = try SpawnedProcess(
             CLIRunner.binary,
             [
                 "flash", "--adapter", radio, "--device", Self.bracelet, "--reconnect-attempts", "0", "--state-dir",
                 journals.path, Self.sample.path,
             ])
-        defer {
-            if flasher.isRunning { flasher.terminate() }
-            flasher.waitUntilExit()
-        }
-        let stalled = first.waitUntil(timeout: 60) {
-            ((try? status(radio))??["counters"] as? [String: Any])?["faults_fired"] as? Int == 1
+        defer { flasher.child.terminateBlocking() }
+        let stalled = await first.waitUntil(timeout: 60) {
+            ((try? await status(radio))??["counters"] as? [String: Any])?["faults_fired"] as? Int == 1
         }
         #expect(stalled, "the stall never fired: \(first.stderr)")
-        #expect(first.stop() == 0, "\(first.stderr)")
+        #expect(await first.stop() == 0, "\(first.stderr)")
         let saved = json(FileManager.default.contents(atPath: stateDir.appendingPathComponent(Self.stateFile).path))
         #expect(saved?["mode"] as? String == "bootloader", "\(String(describing: saved))")
         let settings = saved?["settings"] as? [String: Any]
@@ -58,8 +55,8 @@ import Testing
         let second = try SimulatorProcess(common)
         defer { second.cleanUp() }
         radio = "virtual:\(second.radio.path)"
-        #expect(second.waitUntil { second.files(".adv").count == 1 }, "no advertisement: \(second.stderr)")
-        let restored = try status(radio)
+        #expect(await second.waitUntil { second.files(".adv").count == 1 }, "no advertisement: \(second.stderr)")
+        let restored = try await status(radio)
         #expect(restored?["mode"] as? String == "bootloader", "\(String(describing: restored))")
         #expect(restored?["address"] as? String == "C6:05:04:03:02:02")
         let restoredSettings = restored?["settings"] as? [String: Any]
@@ -68,16 +65,16 @@ import Testing
             ["flash", "--adapter", radio, "--device", Self.bracelet, "--state-dir", journals.path, Self.sample.path],
             timeout: 120)
         #expect(finished.status == 0, "\(finished.stdout)\n\(finished.stderr)")
-        #expect(second.waitUntil { (try? status(radio))??["mode"] as? String == "app" })
-        #expect(second.stop() == 0, "\(second.stderr)")
+        #expect(await second.waitUntil { (try? await status(radio))??["mode"] as? String == "app" })
+        #expect(await second.stop() == 0, "\(second.stderr)")
 
         // Run 3: application version 2 is still installed.
         let third = try SimulatorProcess(common)
         defer { third.cleanUp() }
         radio = "virtual:\(third.radio.path)"
-        #expect(third.waitUntil { third.files(".adv").count == 1 }, "no advertisement: \(third.stderr)")
+        #expect(await third.waitUntil { third.files(".adv").count == 1 }, "no advertisement: \(third.stderr)")
         let read = try await CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
         #expect(read.stdout.hasSuffix(": 32 \"2\"\n"), "application version 2 kept: \(read.stdout) \(read.stderr)")
-        #expect(third.stop() == 0, "\(third.stderr)")
+        #expect(await third.stop() == 0, "\(third.stderr)")
     }
 }

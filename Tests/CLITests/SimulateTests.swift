@@ -82,7 +82,7 @@ import Testing
         let simulator = try SimulatorProcess(["--device", "bracelet", "--device", "sensor:2", "--speedup", "1000"])
         defer { simulator.cleanUp() }
         let radio = "virtual:\(simulator.radio.path)"
-        #expect(simulator.waitUntil { simulator.files(".adv").count == 3 }, "no advertisements: \(simulator.stderr)")
+        #expect(await simulator.waitUntil { simulator.files(".adv").count == 3 }, "no advertisements: \(simulator.stderr)")
         #expect(simulator.files(".sock").count == 3)
 
         // Scan: the bracelet and both sensors, each with FE59.
@@ -126,7 +126,7 @@ import Testing
         #expect(one.lines.count == 1 && one.stdout.contains("Sensor-2 app"), "\(one.stdout)")
 
         // SIGINT: exit 0, sockets and advertisements removed, status files kept.
-        #expect(simulator.stop(signal: SIGINT) == 0, "\(simulator.stderr)")
+        #expect(await simulator.stop(signal: SIGINT) == 0, "\(simulator.stderr)")
         #expect(simulator.files(".sock").isEmpty)
         #expect(simulator.files(".adv").isEmpty)
         #expect(simulator.stderr.contains("stopped"))
@@ -141,10 +141,10 @@ import Testing
             ["--device", "bracelet", "--app-version", "7", "--state-dir", stateDirectory.path, "--json"])
         defer { first.cleanUp() }
         let radio = "virtual:\(first.radio.path)"
-        #expect(first.waitUntil { first.files(".adv").count == 1 }, "no advertisement: \(first.stderr)")
+        #expect(await first.waitUntil { first.files(".adv").count == 1 }, "no advertisement: \(first.stderr)")
         let read = try await CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
         #expect(read.stdout.hasSuffix(": 37 \"7\"\n"), "\(read.stdout) \(read.stderr)")
-        #expect(first.stop(signal: SIGTERM) == 0, "\(first.stderr)")
+        #expect(await first.stop(signal: SIGTERM) == 0, "\(first.stderr)")
         #expect(first.files(".sock").isEmpty)
         let events = first.stdout.split(separator: "\n").compactMap { decode(String($0)) }
             .compactMap { $0["event"] as? String }
@@ -154,9 +154,9 @@ import Testing
         let second = try SimulatorProcess(
             ["--device", "bracelet", "--state-dir", stateDirectory.path], radio: first.radio)
         defer { second.cleanUp() }
-        #expect(second.waitUntil { second.files(".adv").count == 1 }, "no advertisement: \(second.stderr)")
+        #expect(await second.waitUntil { second.files(".adv").count == 1 }, "no advertisement: \(second.stderr)")
         let again = try await CLIRunner.run(["gatt", "read", "--adapter", radio, "--device", Self.bracelet, "2A26"])
         #expect(again.stdout.hasSuffix(": 37 \"7\"\n"), "\(again.stdout) \(again.stderr)")
-        #expect(second.stop() == 0)
+        #expect(await second.stop() == 0)
     }
 }

@@ -20,7 +20,7 @@ import Testing
     /// redrawn many times; `speedup` 2 makes it last long enough to resize the window in the middle.
     static func flash(speedup: Int = 8) async throws -> Flash {
         let directory = try FlashFixture.temporaryDirectory()
-        let simulator = try FlashSimulator(directory: directory, speedup: speedup)
+        let simulator = try await FlashSimulator(directory: directory, speedup: speedup)
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 96 * 1024)
         let words = [
             CLIRunner.binary.path, "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
@@ -112,7 +112,7 @@ import Testing
         guard TmuxScreen.available else { return }
         let directory = try FlashFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try FlashSimulator(directory: directory, extraArguments: ["--fault", "stall-at=create-data#3"])
+        let simulator = try await FlashSimulator(directory: directory, extraArguments: ["--fault", "stall-at=create-data#3"])
         defer { simulator.stop() }
         let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 64 * 1024)
         let words = [
@@ -151,7 +151,7 @@ import Testing
         let line = try BatchLine()
         defer { line.cleanUp() }
         try line.simulate(["bracelet:2", "sensor:2"], speedup: 20)
-        try line.waitForDevices(4)
+        try await line.waitForDevices(4)
         let plan = try line.writePlan(expect: 4, connections: 4)
         let words = [CLIRunner.binary.path, "batch", plan] + line.batchArguments
         let screen = try TmuxScreen(width: 80, height: 30, command: words.map(TmuxScreen.quote).joined(separator: " "))

@@ -55,15 +55,13 @@ final class TmuxScreen: @unchecked Sendable {
     /// long blocking poll on a cooperative thread starves the other tests: docs/reliability.md, "Starved pool").
     func watch(timeout: TimeInterval, until condition: @escaping @Sendable ([String]) -> Bool) async throws -> Watch {
         try await OffPool.run { [self] in
-            let deadline = Date().addingTimeInterval(timeout)
             var screens: [[String]] = []
-            while Date() < deadline {
+            let met = try OffPool.blockingPoll(seconds: timeout, every: 0.05) {
                 let screen = try self.lines()
                 if screens.last != screen { screens.append(screen) }
-                if condition(screen) { return Watch(screens: screens, met: true) }
-                usleep(50_000)
+                return condition(screen)
             }
-            return Watch(screens: screens, met: false)
+            return Watch(screens: screens, met: met)
         }
     }
 

@@ -19,29 +19,47 @@ enum Imgtool {
         var stderr: String
     }
 
+    /// Runs `executable` to its end without holding a thread of the cooperative pool: the child's exit and its
+    /// pipes are awaited on the reactor (LinuxIO's ChildProcess and PipeReader; each wait bounded by 120 s). A
+    /// blocking wait here held one of the pool's threads (one per core) for the tool's whole run and starved the
+    /// in-process tests beside it (docs/reliability.md, "Starved pool").
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String]) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let outData = Data((try? BlockingRead.toEnd(fd: out.fileHandleForReading.fileDescriptor)) ?? [])
-        let errData = Data((try? BlockingRead.toEnd(fd: err.fileHandleForReading.fileDescriptor)) ?? [])
-        process.waitUntilExit()
+    static func run(_ executable: String, _ arguments: [String]) async throws -> Output {
+        let out = try ChildProcess.makePipe()
+        let err = try ChildProcess.makePipe()
+        let child: ChildProcess
+        do {
+            defer {
+                try? FileIO.close(out.write)
+                try? FileIO.close(err.write)
+            }
+            child = try ChildProcess.spawn(
+                executable, arguments: arguments, standardOutput: .descriptor(out.write), standardError: .descriptor(err.write),
+                ownProcessGroup: false)
+        } catch {
+            try? FileIO.close(out.read)
+            try? FileIO.close(err.read)
+            throw error
+        }
+        let outReader = try PipeReader(fd: out.read)
+        let errReader = try PipeReader(fd: err.read)
+        defer {
+            outReader.close()
+            errReader.close()
+        }
+        async let outData = outReader.readToEnd(idle: .seconds(120))
+        async let errData = errReader.readToEnd(idle: .seconds(120))
+        let (stdout, stderr) = try await (outData, errData)
+        let exit = await child.end(grace: .seconds(120))
         return Output(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+            status: exit?.code ?? -1, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
     }
 
-    static func imgtool(_ arguments: [String]) throws -> Output {
+    static func imgtool(_ arguments: [String]) async throws -> Output {
         guard isInstalled else {
             throw ToolMissing(what: "imgtool is not installed: run tools/python-env")
         }
-        return try run(path, arguments)
+        return try await run(path, arguments)
     }
 
     struct ToolMissing: Error, CustomStringConvertible {

@@ -99,16 +99,24 @@ import VirtualRadio
         let path = temporaryPath("tshark.btsnoop")
         defer { try? FileManager.default.removeItem(atPath: path) }
         try await writeConversation(to: path)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tshark)
-        process.arguments = ["-r", path, "-T", "fields", "-e", "btatt.opcode", "-e", "btatt.handle"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = Pipe()
-        try process.run()
-        let data = Data((try? BlockingRead.toEnd(fd: output.fileHandleForReading.fileDescriptor)) ?? [])
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        // tshark's exit and output are awaited on the reactor: no thread of the cooperative pool waits for it
+        // (docs/reliability.md, "Starved pool").
+        let output = try ChildProcess.makePipe()
+        let child: ChildProcess
+        do {
+            defer { try? FileIO.close(output.write) }
+            child = try ChildProcess.spawn(
+                tshark, arguments: ["-r", path, "-T", "fields", "-e", "btatt.opcode", "-e", "btatt.handle"],
+                standardOutput: .descriptor(output.write), standardError: .null, ownProcessGroup: false)
+        } catch {
+            try? FileIO.close(output.read)
+            throw error
+        }
+        let reader = try PipeReader(fd: output.read)
+        defer { reader.close() }
+        let data = Data(try await reader.readToEnd(idle: .seconds(120)))
+        let exit = await child.end(grace: .seconds(120))
+        #expect(exit?.code == 0)
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
             line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
         }

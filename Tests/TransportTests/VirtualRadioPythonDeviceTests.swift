@@ -1,5 +1,6 @@
 import BLECore
 import Foundation
+import LinuxIO
 import Testing
 import VirtualRadio
 
@@ -24,16 +25,13 @@ import VirtualRadio
         let radio = makeRadioDirectory()
         defer { try? FileManager.default.removeItem(atPath: radio) }
         let address = try #require(BluetoothAddress("C0:FF:EE:00:00:42"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [
-            VirtualRadioPythonDeviceTests.script, "--radio", radio, "--address", address.description, "--name", "PyDevice",
-        ]
-        try process.run()
-        defer {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        let device = try ChildProcess.spawn(
+            python, arguments: [
+                VirtualRadioPythonDeviceTests.script, "--radio", radio, "--address", address.description, "--name", "PyDevice",
+            ], ownProcessGroup: false)
+        // SIGTERM, without waiting here (a `defer` cannot await, and a blocking wait would hold a thread of the
+        // cooperative pool): ChildProcess reaps the child when it goes.
+        defer { device.signal(SIGTERM) }
 
         // Scanning finds the device once it advertises (the scan ends at the first match).
         let adapter = VirtualRadio(directory: radio)
