@@ -24,7 +24,7 @@ struct LineCLITests {
         await log.close()
         ThreeStationRun.checkRecords(records, attempts, hostileName: Self.hostileName)
         try await ThreeStationRun.checkImages(line, records)
-        ThreeStationRun.checkHandOvers(line, stations: run.stations, killTime: run.killTime)
+        ThreeStationRun.checkHandOvers(line, stations: run.stations, killTime: run.killTime, attempts: attempts)
         let done = try await ThreeStationRun.checkStatusAndReports(database, records)
         if BrowserSession.available {
             try await checkDashboard(database.url, done: done)

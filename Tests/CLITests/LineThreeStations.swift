@@ -118,8 +118,11 @@ struct ThreeStationRun {
     }
 
     /// The simulator's log: each connection's station (the station itself probes; its `bledfu flash` children
-    /// have it as their parent). Per device the stations never alternate; the only hand-over is from s2, after its kill.
-    static func checkHandOvers(_ line: BatchLine, stations: [StationProcess], killTime: Int) {
+    /// have it as their parent). Per device the stations never alternate; a device changes station only from s2
+    /// after its kill, or from a station whose adapter refused it a link (back-pressure, docs/batch.md: an attempt
+    /// recorded with exit 21 or 22 and no try; the device keeps its place in the line and another station may take
+    /// it).
+    static func checkHandOvers(_ line: BatchLine, stations: [StationProcess], killTime: Int, attempts: [AttemptRecord]) {
         let pids = Dictionary(uniqueKeysWithValues: stations.map { (Int($0.pid), $0.name) })
         let links = LinkEvent.parse(line.simulators.map(\.stdout).joined(separator: "\n"))
         #expect(links.filter { $0.event == "connected" }.count >= 2 * (deviceCount - 1), "probe and flash links were logged")
@@ -138,9 +141,12 @@ struct ThreeStationRun {
             for connection in order where runs.last?.station != connection.station { runs.append((connection.station, connection.micros)) }
             #expect(runs.count <= 2, "\(device) went back and forth: \(runs.map(\.station))")
             if runs.count == 2 {
-                handedOver += 1
-                #expect(runs[0].station == "s2", "\(device) left \(runs[0].station), which was not killed")
-                #expect(runs[1].first > killTime, "\(device) taken over before the kill")
+                let killed = runs[0].station == "s2" && runs[1].first > killTime
+                let refused = attempts.contains {
+                    $0.address == device && $0.station == runs[0].station && [21, 22].contains($0.exitCode ?? 0)
+                }
+                if killed { handedOver += 1 }
+                #expect(killed || refused, "\(device) left \(runs[0].station) (\(runs[0].first), the kill at \(killTime)) with no refused link recorded")
             }
         }
         #expect(handedOver >= 1, "a device of the killed station was finished by another")
