@@ -31,6 +31,13 @@ public final class PostgresLineDatabase: LineDatabase {
             nextID += 1
             let opened = try await PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: nextID, logger: logger)
+            // A station stopped inside a transaction (SIGSTOP, a suspended machine) would hold its row locks for as long
+            // as it stays stopped, and the other stations' claims (FOR UPDATE SKIP LOCKED) would pass its devices by
+            // forever: the server ends a transaction idle for longer than this and releases its locks.
+            let limit = PostgresQuery(
+                unsafeSQL: "SET idle_in_transaction_session_timeout = '\(PostgresLineDatabase.idleTransactionLimit)'")
+            let rows = try await opened.query(limit, logger: logger)
+            for try await _ in rows {}
             connection = opened
             return opened
         }
@@ -40,6 +47,10 @@ public final class PostgresLineDatabase: LineDatabase {
             connection = nil
         }
     }
+
+    /// How long the server lets a transaction of this station sit idle before it ends it (PostgreSQL's
+    /// `idle_in_transaction_session_timeout`): far above any pause between the statements of a running transaction.
+    public static let idleTransactionLimit = "10s"
 
     init(url: PostgresURL) {
         self.url = url

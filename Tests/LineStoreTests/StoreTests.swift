@@ -342,4 +342,21 @@ struct PostgresStoreTests {
     @Test func aLateStationIsFenced() async throws { try await StoreChecks.aLateStationIsFenced(.postgres) }
     @Test func theSnapshotCountsTheLine() async throws { try await StoreChecks.theSnapshotCountsTheLine(.postgres) }
     @Test func backPressureKeepsThePlace() async throws { try await StoreChecks.backPressureKeepsThePlace(.postgres) }
+
+    /// A station stopped inside a transaction must not hold its row locks (and so its devices) for as long as it
+    /// stays stopped: every session of the store asks the server to end a transaction idle for 10 s.
+    @Test func aStoppedStationsTransactionIsEndedByTheServer() async throws {
+        let (location, remove) = try await StoreBackend.postgres.fresh()
+        let database = try await PostgresLineDatabase.connect(try PostgresURL(location))
+        let rows = try await database.transaction(write: false) { session in
+            try await session.rows("SHOW idle_in_transaction_session_timeout", [])
+        }
+        await database.close()
+        await remove()
+        guard case .text(let value)? = rows.first?.values["idle_in_transaction_session_timeout"] else {
+            Issue.record("no idle_in_transaction_session_timeout row: \(rows)")
+            return
+        }
+        #expect(value == PostgresLineDatabase.idleTransactionLimit)
+    }
 }
