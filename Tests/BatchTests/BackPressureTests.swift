@@ -96,24 +96,8 @@ import Testing
     /// the adapter rests `backPressureInterval` on the scheduler's clock (a manual one here) and the device is tried
     /// again, with no retries left in the plan and no wall-clock wait.
     @Test func adapterBusyRestsOnTheClockAndTriesAgain() async throws {
-        let (log, logURL) = try await Fixture.temporaryDatabase()
-        defer { Fixture.remove(logURL) }
-        let clock = ManualClock()
         let busyFlasher = BusyFlasher(busyTimes: 2)
-        var scheduler = BatchScheduler(
-            plan: Fixture.plan(adapters: [("hci0", 1)], retries: 0), packages: ["bracelet": Fixture.package],
-            flasher: busyFlasher, log: log, batch: "line.yaml")
-        scheduler.now = Fixture.steppingClock()
-        scheduler.clock = clock
-        scheduler.backPressureInterval = .seconds(2)
-        let run = Task { try await scheduler.run(targets: Fixture.targets(1)) }
-        // Heartbeat (10 s), watchdog (7.5 s) and the adapter's rest (2 s) sleep on the clock: wake the rest only.
-        for refusal in 1...2 {
-            await clock.waitForSleepers(3)
-            #expect(busyFlasher.calls.withLock { $0 } == refusal)
-            clock.advance(by: .seconds(2))
-        }
-        let summary = try await run.value
+        let (summary, _) = try await Self.runResting(busyFlasher, refusals: 2) { busyFlasher.calls.withLock { $0 } }
         #expect(summary.done == 1)
         #expect(busyFlasher.calls.withLock { $0 } == 3)
     }
@@ -122,28 +106,37 @@ import Testing
     /// device: it is tried again after the adapter's rest on the scheduler's clock, and the record gets the version
     /// the device runs (before: "done" with no version after).
     @Test func aProbeAfterTheUpdateWithoutALinkIsTriedAgain() async throws {
+        let flasher = BusyFlasher(busyTimes: 0, refusedAfterProbes: 2)
+        let (summary, devices) = try await Self.runResting(flasher, refusals: 2) { flasher.afterProbes.withLock { $0 } }
+        #expect(summary.done == 1)
+        #expect(flasher.afterProbes.withLock { $0 } == 3)
+        #expect(devices.count == 1 && devices.allSatisfy { $0.status == .done && $0.versionAfter == 2 }, "\(devices)")
+    }
+
+    /// One device on an adapter of one link, on a manual clock with a 2 s rest after back-pressure: for each of the
+    /// `refusals`, waits until the heartbeat (10 s), the watchdog (7.5 s) and the rest sleep on the clock, checks that
+    /// `count` (the refused calls so far) is that refusal's number, and wakes the rest only. Returns the run's
+    /// summary and the device records.
+    static func runResting(_ flasher: some DeviceFlasher, refusals: Int, count: @escaping @Sendable () -> Int)
+        async throws -> (BatchSummary, [DeviceRecord])
+    {
         let (log, logURL) = try await Fixture.temporaryDatabase()
         defer { Fixture.remove(logURL) }
         let clock = ManualClock()
-        let flasher = BusyFlasher(busyTimes: 0, refusedAfterProbes: 2)
         var scheduler = BatchScheduler(
             plan: Fixture.plan(adapters: [("hci0", 1)], retries: 0), packages: ["bracelet": Fixture.package],
             flasher: flasher, log: log, batch: "line.yaml")
         scheduler.now = Fixture.steppingClock()
         scheduler.clock = clock
         scheduler.backPressureInterval = .seconds(2)
-        let run = Task { try await scheduler.run(targets: Fixture.targets(1)) }
-        for refusal in 1...2 {
-            // Heartbeat, watchdog and the probe's rest sleep on the clock: wake the rest only.
+        let run = Task { [scheduler] in try await scheduler.run(targets: Fixture.targets(1)) }
+        for refusal in 1...refusals {
             await clock.waitForSleepers(3)
-            #expect(flasher.afterProbes.withLock { $0 } == refusal)
+            #expect(count() == refusal)
             clock.advance(by: .seconds(2))
         }
         let summary = try await run.value
-        #expect(summary.done == 1)
-        #expect(flasher.afterProbes.withLock { $0 } == 3)
-        let devices = try await log.devices(batch: "line.yaml")
-        #expect(devices.count == 1 && devices.allSatisfy { $0.status == .done && $0.versionAfter == 2 }, "\(devices)")
+        return (summary, try await log.devices(batch: "line.yaml"))
     }
 
     /// An adapter that never frees a link does not keep the line forever: after `backPressureLimit` refusals in a
