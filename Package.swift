@@ -114,11 +114,13 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
-    // Layer 8: the production line (batch plans, parallel uploads, the SQLite log, reports), pure but for GRDB.
+    // Layer 8: the production line (batch plans, the scheduler, the SQLite log, reports; each device's flash a
+    // `bledfu flash` child with its events read back) and the one exit-code registry the CLI and the log share.
     .target(
         name: "Batch",
         dependencies: [
-            "BLECore",
+            "BLECore", "GATT", "DFUCore", "DFUPackage", "BledfuKit", "LinuxIO", "VirtualRadio",
+            .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Yams", package: "Yams"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -179,7 +181,7 @@ var targets: [Target] = [
     .target(
         name: "BledfuCLI",
         dependencies: [
-            "BLECore", "ATT", "GATT", "LinuxIO", "VirtualRadio", "BlueZTransport", "DFUProtocol", "DFUPackage",
+            "BLECore", "ATT", "GATT", "LinuxIO", "VirtualRadio", "BlueZTransport", "DFUPackage",
             "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Batch", "BledfuKit", "SimulatorHost", "MCUbootImage",
             "MCUmgr", "LineStore", "LineDashboard", "Bench", "CBuildInfo",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,3 +1,4 @@
+import Batch
 import BledfuKit
 import Foundation
 import Yams

@@ -1,5 +1,6 @@
 import ATT
 import ArgumentParser
+import Batch
 import BLECore
 import BlueZTransport
 import Foundation

@@ -1,3 +1,4 @@
+import Batch
 import BLECore
 import Foundation
 

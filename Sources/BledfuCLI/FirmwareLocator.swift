@@ -1,3 +1,4 @@
+import Batch
 import Foundation
 
 /// Where `bledfu` finds its device profiles (Firmware/NAME.json) and samples (Firmware/samples), wherever the

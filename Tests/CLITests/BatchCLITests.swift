@@ -1,5 +1,5 @@
 import ArgumentParser
-import Batch
+@testable import Batch
 import Foundation
 import LinuxIO
 import Synchronization

@@ -1,5 +1,5 @@
 import BLECore
-import Batch
+@testable import Batch
 import Foundation
 import GATT
 import LinuxIO
@@ -47,7 +47,7 @@ import Testing
         let flasher = ProcessFlasher(
             executable: try Self.child(in: directory, then: then),
             stateDirectory: directory.appendingPathComponent("state"),
-            logDirectory: directory.appendingPathComponent("logs"))
+            logDirectory: directory.appendingPathComponent("logs"), makeAdapter: makeFlashAdapter)
         let stages = StageRecorder()
         let outcome = await flasher.flash(try Self.job(stallTimeout: stallTimeout)) { stages.add($0.stage) }
         let log = (try? String(contentsOf: directory.appendingPathComponent("logs/C6-05-04-03-02-01.log"), encoding: .utf8)) ?? ""

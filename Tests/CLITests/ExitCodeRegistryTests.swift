@@ -1,7 +1,7 @@
 import BLECore
 import DFUCore
 import DFUPackage
-import Batch
+@testable import Batch
 import Foundation
 import GATT
 import Testing

@@ -1,3 +1,4 @@
+import Batch
 import DFUCore
 import BledfuKit
 import Foundation

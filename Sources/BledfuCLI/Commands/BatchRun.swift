@@ -113,7 +113,8 @@ struct BatchRun: AsyncParsableCommand {
             JournalFileStore.fileName(deviceAddress: $0, packageSHA256: $1)
         }
         let flasher = ProcessFlasher(
-            executable: Self.executable(bledfu), stateDirectory: state, logDirectory: state.appendingPathComponent("batch-logs"))
+            executable: Self.executable(bledfu), stateDirectory: state, logDirectory: state.appendingPathComponent("batch-logs"),
+            makeAdapter: makeFlashAdapter)
         var scheduler = BatchScheduler(
             plan: plan, packages: packages, flasher: journals.wrap(flasher),
             log: log, batch: batchName, station: stationInfo)

@@ -182,7 +182,9 @@ struct BenchBatch: AsyncParsableCommand {
         }
         let scheduler = BatchScheduler(
             plan: plan, packages: [profile: info],
-            flasher: ProcessFlasher(executable: executable, stateDirectory: directory, logDirectory: directory.appendingPathComponent("logs")),
+            flasher: ProcessFlasher(
+                executable: executable, stateDirectory: directory, logDirectory: directory.appendingPathComponent("logs"),
+                makeAdapter: makeFlashAdapter),
             log: log, batch: "bench")
         let targets = plan.devices.map { BatchTarget(peer: PeerAddress($0.address, type: $0.addressType), className: profile) }
         let start = ContinuousClock.now

@@ -1,3 +1,4 @@
+import Batch
 import Bench
 import DFUPackage
 import Foundation

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Batch
 
 /// `bledfu exit-codes`: the exit-code registry as text or as the Markdown tables of README.md and
 /// docs/exit-codes.md (`tools/check-exit-codes` compares them; `--write` there regenerates them).

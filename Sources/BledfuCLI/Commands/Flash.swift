@@ -1,3 +1,4 @@
+import Batch
 import DFUCore
 import ArgumentParser
 import Synchronization

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Batch
 import LinuxIO
 import SystemPackage
 import BLECore

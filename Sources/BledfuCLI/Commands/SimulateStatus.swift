@@ -1,4 +1,5 @@
 import ArgumentParser
+import Batch
 import BLECore
 import DFUSimulator
 import Foundation

@@ -1,45 +1,45 @@
 import BLECore
 import DFUCore
 import DFUPackage
-import Batch
 import GATT
 
 /// One exit status of `bledfu`: its number, a stable name, what it means, which error codes end in it, and the
 /// attributes the commands and the docs read (which commands end with it, whether a retry can help).
-struct ExitCodeEntry: Sendable, Hashable {
+public struct ExitCodeEntry: Sendable, Hashable {
     /// Which commands end with a code.
-    struct Scope: OptionSet, Sendable, Hashable {
-        let rawValue: Int
+    public struct Scope: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
         /// `flash`, `resume` and the other commands that work on one device or file (`--help`'s table).
-        static let update = Scope(rawValue: 1 << 0)
+        public static let update = Scope(rawValue: 1 << 0)
         /// `batch` (and `batch report`, `line`): the station's own exit status (`batch --help`, docs/batch.md).
-        static let batch = Scope(rawValue: 1 << 1)
+        public static let batch = Scope(rawValue: 1 << 1)
         /// A device attempt's `exit_code` in the batch log, not a command's own status.
-        static let batchAttempt = Scope(rawValue: 1 << 2)
+        public static let batchAttempt = Scope(rawValue: 1 << 2)
         /// `bench batch`.
-        static let bench = Scope(rawValue: 1 << 3)
+        public static let bench = Scope(rawValue: 1 << 3)
     }
 
     /// What a retry of the same device with the same package can do.
-    enum Retry: Sendable, Hashable {
+    public enum Retry: Sendable, Hashable {
         /// The cause may be gone next time (a lost link, a busy adapter, a device that did not answer).
         case mayHelp
         /// It fails the same way every time (the package, or the command line): `batch` does not retry it.
         case cannotHelp
     }
 
-    let code: Int32
-    let name: String
-    let meaning: String
+    public let code: Int32
+    public let name: String
+    public let meaning: String
     /// The errors that map to it, as `Type.code` (`DFUError.link-lost`, `AdapterError.noAdapter`,
     /// `PackageError.invalid-archive`), or a phrase for the ones that are no error value.
-    let errors: [String]
-    let scope: Scope
-    let retry: Retry
+    public let errors: [String]
+    public let scope: Scope
+    public let retry: Retry
     /// A package code (docs/packages.md's table).
-    let isPackage: Bool
+    public let isPackage: Bool
 
-    init(
+    public init(
         _ code: Int32, _ name: String, _ meaning: String, _ errors: [String] = [], scope: Scope = .update,
         retry: Retry = .mayHelp, package: Bool = false
     ) {
@@ -57,8 +57,8 @@ struct ExitCodeEntry: Sendable, Hashable {
 /// and docs/exit-codes.md are generated from it (`bledfu exit-codes --markdown`; `tools/check-exit-codes` fails
 /// when they drift). Scripts rely on these numbers: a code keeps its meaning; a new one needs a reason. Errors map
 /// to codes by lookup in ``entries``, never by arithmetic.
-enum ExitCodeRegistry {
-    static let entries: [ExitCodeEntry] = [
+public enum ExitCodeRegistry {
+    public static let entries: [ExitCodeEntry] = [
         ExitCodeEntry(0, "success", "success (`batch`: every device is done or skipped)", scope: [.update, .batch]),
         ExitCodeEntry(
             1, "failure", "other failure (also: the `--capture` file cannot be written)",
@@ -198,7 +198,7 @@ enum ExitCodeRegistry {
     ]
 
     /// `Type.code` → exit code.
-    static let byError: [String: Int32] = {
+    public static let byError: [String: Int32] = {
         var map: [String: Int32] = [:]
         for entry in entries {
             for error in entry.errors { map[error] = entry.code }
@@ -207,38 +207,38 @@ enum ExitCodeRegistry {
     }()
 
     /// The code of the entry named `name` (every name used in the source exists: `ExitCodeRegistryTests`).
-    static func code(_ name: String) -> Int32 {
+    public static func code(_ name: String) -> Int32 {
         entries.first { $0.name == name }?.code ?? failure
     }
 
-    static let failure: Int32 = 1
+    public static let failure: Int32 = 1
 
     /// The entry of exit code `code`.
-    static func entry(_ code: Int32) -> ExitCodeEntry? { entries.first { $0.code == code } }
+    public static func entry(_ code: Int32) -> ExitCodeEntry? { entries.first { $0.code == code } }
 
     /// Whether retrying the same device with the same package can end otherwise (false for a package or a command
     /// line that is refused as such; an unknown code may help).
-    static func retryMayHelp(_ code: Int32) -> Bool { entry(code)?.retry != .cannotHelp }
+    public static func retryMayHelp(_ code: Int32) -> Bool { entry(code)?.retry != .cannotHelp }
 
     /// The name of exit code `code` ("failure" for a code the registry does not have).
-    static func name(of code: Int32) -> String {
+    public static func name(of code: Int32) -> String {
         entries.first { $0.code == code }?.name ?? "failure"
     }
 
-    static func code(for error: AdapterError) -> Int32 { byError["AdapterError.\(error.code)"] ?? failure }
+    public static func code(for error: AdapterError) -> Int32 { byError["AdapterError.\(error.code)"] ?? failure }
 
-    static func code(for error: ATTClientError) -> Int32 { byError["ATTClientError.\(error.code)"] ?? code("att-error") }
+    public static func code(for error: ATTClientError) -> Int32 { byError["ATTClientError.\(error.code)"] ?? code("att-error") }
 
-    static func code(for error: PackageError) -> Int32 {
+    public static func code(for error: PackageError) -> Int32 {
         byError["PackageError.\(error.code)"] ?? code("package-other")
     }
 
-    static func code(for error: BatchLogError) -> Int32 {
+    public static func code(for error: BatchLogError) -> Int32 {
         byError["BatchLogError.\(error.code.rawValue)"] ?? code("batch-database")
     }
 
     /// An update's error: its own code, or for a connection or package failure, the cause's.
-    static func code(for error: DFUError) -> Int32 {
+    public static func code(for error: DFUError) -> Int32 {
         switch error.code {
         case .connection:
             if let adapter = error.cause as? AdapterError { return code(for: adapter) }
@@ -252,18 +252,18 @@ enum ExitCodeRegistry {
     }
 
     /// `  code<TAB>meaning` lines, for `--help`.
-    static func helpLines(_ codes: some Sequence<Int32>) -> String {
+    public static func helpLines(_ codes: some Sequence<Int32>) -> String {
         let wanted = Set(codes)
         return entries.filter { wanted.contains($0.code) }.map { "  \($0.code)\t\($0.meaning)" }.joined(separator: "\n")
     }
 
     /// The README's table (code | meaning).
-    static var readmeTable: String {
+    public static var readmeTable: String {
         (["| code | meaning |", "|---|---|"] + entries.map { "| \($0.code) | \($0.meaning) |" }).joined(separator: "\n")
     }
 
     /// docs/batch.md's table: the codes `batch` ends with, and a device attempt's own (code | name | meaning).
-    static var batchTable: String {
+    public static var batchTable: String {
         let rows = entries.filter { !$0.scope.isDisjoint(with: [.batch, .batchAttempt]) }.map { entry in
             let meaning = entry.scope == .batchAttempt ? "not the batch's own code: \(entry.meaning)" : entry.meaning
             return "| \(entry.code) | `\(entry.name)` | \(meaning) |"
@@ -272,10 +272,10 @@ enum ExitCodeRegistry {
     }
 
     /// docs/packages.md's table: the package codes (code | name | meaning | errors).
-    static var packageTable: String { table(entries.filter(\.isPackage)) }
+    public static var packageTable: String { table(entries.filter(\.isPackage)) }
 
     /// docs/exit-codes.md's table (code | name | meaning | errors).
-    static var docsTable: String { table(entries) }
+    public static var docsTable: String { table(entries) }
 
     private static func table(_ entries: [ExitCodeEntry]) -> String {
         let rows = entries.map { entry in

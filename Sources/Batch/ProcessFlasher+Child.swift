@@ -1,4 +1,3 @@
-import Batch
 import BLECore
 import Foundation
 import LinuxIO
@@ -9,7 +8,9 @@ import VirtualRadio
 /// The running `bledfu flash` children of one batch. Each runs in a process group of its own (the terminal's Ctrl-C
 /// reaches the batch alone), so the batch passes Ctrl-C on through here: the first one asks every child to stop at
 /// its next safe point (SIGINT: `bledfu flash` stops there and keeps its journal), the second one kills them.
-final class FlashChildren: Sendable {
+public final class FlashChildren: Sendable {
+    public init() {}
+
     private struct State {
         var running: [pid_t: ChildProcess] = [:]
         var interrupted = false
@@ -18,7 +19,7 @@ final class FlashChildren: Sendable {
     private let state = Mutex(State())
 
     /// Registers a child just started; one started after ``interrupt()`` gets SIGINT at once.
-    func add(_ child: ChildProcess) {
+    public func add(_ child: ChildProcess) {
         let interrupted = state.withLock { state -> Bool in
             state.running[child.pid] = child
             return state.interrupted
@@ -26,13 +27,13 @@ final class FlashChildren: Sendable {
         if interrupted { child.signal(SIGINT) }
     }
 
-    func remove(_ child: ChildProcess) {
+    public func remove(_ child: ChildProcess) {
         _ = state.withLock { $0.running.removeValue(forKey: child.pid) }
     }
 
     /// SIGINT to every running child (and to any started later); returns how many got it.
     @discardableResult
-    func interrupt() -> Int {
+    public func interrupt() -> Int {
         let children = state.withLock { state -> [ChildProcess] in
             state.interrupted = true
             return Array(state.running.values)
@@ -42,22 +43,22 @@ final class FlashChildren: Sendable {
     }
 
     /// SIGKILL to every running child (a second Ctrl-C): they end at once, their journals stay as last written.
-    func kill() {
+    public func kill() {
         for child in state.withLock({ Array($0.running.values) }) { child.signal(SIGKILL) }
     }
 
-    var count: Int { state.withLock { $0.running.count } }
+    public var count: Int { state.withLock { $0.running.count } }
 }
 
 extension ProcessFlasher {
     /// After a child's output ends, how long it gets to exit before it is killed.
-    static let exitGrace: Duration = .seconds(10)
+    public static let exitGrace: Duration = .seconds(10)
 
-    func adapterPresent(_ adapter: BatchPlan.Adapter) async -> Bool { Self.adapterPresent(name: adapter.name) }
+    public func adapterPresent(_ adapter: BatchPlan.Adapter) async -> Bool { Self.adapterPresent(name: adapter.name) }
 
     /// Whether an adapter still exists: a virtual radio's directory; a kernel adapter's `/sys/class/bluetooth/hciN`
     /// (gone once the kernel unregistered it: USB pulled, HCI_DEV_UNREG). True when it cannot tell (`any`, an address).
-    static func adapterPresent(name: String) -> Bool {
+    public static func adapterPresent(name: String) -> Bool {
         if name.hasPrefix("virtual:"), let radio = VirtualRadio.parse(String(name.dropFirst("virtual:".count))) {
             return FileManager.default.fileExists(atPath: radio.directory)
         }
@@ -68,7 +69,7 @@ extension ProcessFlasher {
         return true
     }
 
-    func flash(_ job: FlashJob, progress: @escaping @Sendable (DeviceProgress) -> Void) async -> FlashOutcome {
+    public func flash(_ job: FlashJob, progress: @escaping @Sendable (DeviceProgress) -> Void) async -> FlashOutcome {
         let arguments = arguments(job)
         let log = DeviceLog(directory: logDirectory, address: job.target.address.description)
         log.write("--- attempt \(job.attempt): bledfu \(arguments.joined(separator: " "))\n")

@@ -1,8 +1,6 @@
 import BLECore
 import DFUCore
 import DFUPackage
-import DFUProtocol
-import Batch
 import BledfuKit
 import Foundation
 import LinuxIO
@@ -17,30 +15,42 @@ import Synchronization
 /// A child that prints nothing for the plan's `flash.stall_timeout` (a hung child, a stopped one, a device that holds
 /// it in a call the flash does not bound) is killed (SIGKILL) and the attempt fails with exit code 59; the journal
 /// again lets a retry resume.
-struct ProcessFlasher: DeviceFlasher {
+public struct ProcessFlasher: DeviceFlasher {
     /// The `bledfu` executable the children run.
-    var executable: URL
+    public var executable: URL
     /// Journals (`--state-dir` of `bledfu flash`).
-    var stateDirectory: URL
+    public var stateDirectory: URL
     /// Each device's standard error goes to `<logDirectory>/<address>.log`.
-    var logDirectory: URL
+    public var logDirectory: URL
+    /// The adapter a probe uses, by its plan name (`hci0`, `virtual:DIR`): the transports are the caller's.
+    public var makeAdapter: @Sendable (String) throws -> any BLEAdapter
     /// The running children (Ctrl-C reaches them through it: ProcessFlasher+Child.swift).
-    var children = FlashChildren()
+    public var children = FlashChildren()
 
-    func probe(_ target: BatchTarget, adapter: BatchPlan.Adapter, options: BatchPlan.FlashOptions, afterUpdate: Bool) async -> DeviceProbe {
+    public init(
+        executable: URL, stateDirectory: URL, logDirectory: URL,
+        makeAdapter: @escaping @Sendable (String) throws -> any BLEAdapter
+    ) {
+        self.executable = executable
+        self.stateDirectory = stateDirectory
+        self.logDirectory = logDirectory
+        self.makeAdapter = makeAdapter
+    }
+
+    public func probe(_ target: BatchTarget, adapter: BatchPlan.Adapter, options: BatchPlan.FlashOptions, afterUpdate: Bool) async -> DeviceProbe {
         let radio: any BLEAdapter
         do {
-            radio = try makeFlashAdapter(adapter.name)
+            radio = try makeAdapter(adapter.name)
         } catch {
             return DeviceProbe(mode: .unreachable, error: "\(error)")
         }
         // The library's inspection (the families' `detect`, on the clock): after an update the device reboots into
         // its application, so it waits up to the scan timeout for it to advertise at its address; before one, a
         // device not at its address is looked for where its bootloader would be too (an earlier update cut off).
-        let timeout = FlashSettings.duration(options.timeout)
+        let timeout = Self.duration(options.timeout)
         let request = InspectionRequest(
             target: .address(target.peer), options: UpdateOptions(responseTimeout: timeout),
-            scanTimeout: afterUpdate ? FlashSettings.duration(options.scanTimeout) : timeout, connectTimeout: timeout,
+            scanTimeout: afterUpdate ? Self.duration(options.scanTimeout) : timeout, connectTimeout: timeout,
             applicationOnly: afterUpdate)
         do {
             // Closed before returning: the flash that follows needs the device's only link.
@@ -55,6 +65,9 @@ struct ProcessFlasher: DeviceFlasher {
             return probe
         }
     }
+
+    /// A plan's seconds as a duration (to the millisecond).
+    static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
 
     /// The line's view of an inspection: a bootloader, or the application with its version (the Firmware Revision
     /// 0x2A26 as a decimal number) and name (Device Name 0x2A00).
@@ -81,7 +94,7 @@ struct ProcessFlasher: DeviceFlasher {
 }
 
 /// Turns `bledfu flash --json` events into progress and an outcome.
-final class FlashEventParser: Sendable {
+public final class FlashEventParser: Sendable {
     struct State {
         var stage = "starting"
         var part = 1
@@ -98,13 +111,13 @@ final class FlashEventParser: Sendable {
     /// Receives every line that is not a progress event.
     let record: @Sendable (Data) -> Void
 
-    init(total: Int, progress: @escaping @Sendable (DeviceProgress) -> Void, record: @escaping @Sendable (Data) -> Void = { _ in }) {
+    public init(total: Int, progress: @escaping @Sendable (DeviceProgress) -> Void, record: @escaping @Sendable (Data) -> Void = { _ in }) {
         self.total = total
         self.progress = progress
         self.record = record
     }
 
-    func consume(_ line: Data) {
+    public func consume(_ line: Data) {
         guard let decoded = try? JSONDecoder().decode(UpdateEventRecord.self, from: line) else {
             record(line)
             return
@@ -138,7 +151,7 @@ final class FlashEventParser: Sendable {
         if let update { progress(update) }
     }
 
-    func outcome(exitStatus: Int32, logPath: String) -> FlashOutcome {
+    public func outcome(exitStatus: Int32, logPath: String) -> FlashOutcome {
         state.withLock { box in
             let result = box.result
             let bytes = result?.bytesSent ?? 0
@@ -162,7 +175,7 @@ final class FlashEventParser: Sendable {
 }
 
 /// Waits `seconds` on the wall clock.
-func pause(seconds: Double) async {
+public func pause(seconds: Double) async {
     guard seconds > 0 else { return }
     try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
 }

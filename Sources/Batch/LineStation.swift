@@ -1,16 +1,16 @@
 import Foundation
 
 /// What a station of a line needs from its host: its name and whether a process of it runs.
-enum LineStation {
+public enum LineStation {
     /// The host name (the default station name).
-    static func hostName() -> String {
+    public static func hostName() -> String {
         let name = ProcessInfo.processInfo.hostName
         return name.isEmpty ? "station" : name
     }
 
     /// Whether process `pid` of this host runs (a station whose process died is not live, whatever its heartbeat
     /// says). Reads /proc, so no signal is sent.
-    static let isRunning: @Sendable (Int) -> Bool = { pid in
+    public static let isRunning: @Sendable (Int) -> Bool = { pid in
         pid > 0 && FileManager.default.fileExists(atPath: "/proc/\(pid)/stat")
     }
 }

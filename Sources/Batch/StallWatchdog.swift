@@ -3,7 +3,7 @@ import Synchronization
 /// Fires once when nothing was heard for `limit`: every sign of life (``touch()``) moves the deadline. One task
 /// sleeps until the deadline it knows and, on waking, fires if the deadline has passed or sleeps on to the moved one,
 /// so a chatty source (progress lines many times a second) costs a clock read per line, not a timer.
-final class StallWatchdog<C: Clock<Duration>>: Sendable {
+public final class StallWatchdog<C: Clock<Duration>>: Sendable {
     private struct State {
         var deadline: C.Instant
         var finished = false
@@ -22,7 +22,7 @@ final class StallWatchdog<C: Clock<Duration>>: Sendable {
     private let sleeper = Mutex<Task<Void, Never>?>(nil)
 
     /// Starts watching now; `onStall` runs (once, on the watchdog's task) when `limit` passes without a ``touch()``.
-    init(limit: Duration, clock: C, onStall: @escaping @Sendable () -> Void) {
+    public init(limit: Duration, clock: C, onStall: @escaping @Sendable () -> Void) {
         self.clock = clock
         self.limit = limit
         let first = clock.now.advanced(by: limit)
@@ -58,14 +58,14 @@ final class StallWatchdog<C: Clock<Duration>>: Sendable {
     }
 
     /// A sign of life: the deadline moves to `limit` from now.
-    func touch() {
+    public func touch() {
         let next = clock.now.advanced(by: limit)
         shared.state.withLock { $0.deadline = next }
     }
 
     /// Stops watching (idempotent); returns true when the watchdog had fired.
     @discardableResult
-    func stop() -> Bool {
+    public func stop() -> Bool {
         let fired = shared.state.withLock { state -> Bool in
             state.finished = true
             return state.fired
