@@ -120,6 +120,14 @@ import Testing
         #expect(verify.status == 0, "\(verify.stderr)")
         // The sample's test key did not sign this package.
         #expect(try await CLIRunner.run(["package", "verify", "--key", Self.testPublicKey, output]).status == 38)
+        // `inspect` lists the part, then ends with the failed check's code and line (stdout keeps only the listing).
+        let wrongKey = try await CLIRunner.run(["package", "inspect", "--key", Self.testPublicKey, output])
+        #expect(wrongKey.status == 38, "\(wrongKey.stderr)")
+        #expect(wrongKey.stdout.contains("(5000 bytes)") && !wrongKey.stdout.contains("error:"))
+        #expect(wrongKey.errorLines.count == 1)
+        let wrongKeyJSON = try await CLIRunner.run(["package", "inspect", "--json", "--key", Self.testPublicKey, output])
+        #expect(wrongKeyJSON.status == 38)
+        #expect((try JSONSerialization.jsonObject(with: Data(wrongKeyJSON.stdout.utf8)) as? [String: Any])?["valid"] as? Bool == false)
     }
 
     @Test func createLegacyThenInspectAndVerify() async throws {

@@ -25,6 +25,17 @@ import Testing
         #expect(((object?["parts"] as? [[String: Any]])?.first?["version"] as? String) == "2.0.0")
     }
 
+    /// A failed check still lists the image, then ends with its code: 38, the key is not the one that signed it.
+    @Test func inspectListsThenExitsWithAFailedCheck() async throws {
+        let result = try await CLIRunner.run(["package", "inspect", Self.sensor, "--key", Self.nordicPub])
+        #expect(result.status == 38, "\(result.stderr)")
+        #expect(result.stdout.contains("version 2.0.0"))
+        #expect(result.errorLines.count == 1)
+        let json = try await CLIRunner.run(["package", "inspect", "--json", Self.sensor, "--key", Self.nordicPub])
+        #expect(json.status == 38)
+        #expect((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["format"] as? String == "mcuboot")
+    }
+
     @Test func verifyAcceptsTheRightKeyAndRefusesOthers() async throws {
         let ok = try await CLIRunner.run(["package", "verify", Self.sensor, "--key", Self.pub, "--slot-size", "0x76000"])
         #expect(ok.status == 0, "\(ok.stderr)")

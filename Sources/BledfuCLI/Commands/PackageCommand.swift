@@ -27,6 +27,14 @@ enum PackageCLI {
         CLIError(error.message, exitCode: ExitCodeRegistry.code(for: error))
     }
 
+    /// After a listing (`inspect`, `verify`): each failed check but the first on its own `bledfu: error:` line, the
+    /// first thrown, so the command exits with its code (30-39); nothing when every check held.
+    static func fail(on errors: [PackageError]) throws(CLIError) {
+        guard let first = errors.first else { return }
+        for error in errors.dropFirst() { Console.error(error.message) }
+        throw cliError(first)
+    }
+
     static func load(_ path: String) throws -> FirmwarePackage {
         do {
             return try FirmwarePackage(contentsOf: URL(fileURLWithPath: path))

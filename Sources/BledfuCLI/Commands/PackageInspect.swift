@@ -8,7 +8,8 @@ import Foundation
 struct PackageInspect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Show a package's parts, versions, requirements, sizes, hashes and signature status.")
+        abstract: "Show a package's parts, versions, requirements, sizes, hashes and signature status.",
+        discussion: "Lists every part; exits 0 when every check holds, else with the first failed check's code (30-39).")
 
     @Argument(
         help: "The DFU package (.zip), an MCUboot image (.bin, .hex) or an NCS dfu_application.zip.", completion: Completions.package)
@@ -28,7 +29,7 @@ struct PackageInspect: AsyncParsableCommand {
         let report = pkg.verify(keys: keys)
         if json {
             Console.json(Self.jsonObject(pkg, report, path: package))
-            return
+            return try PackageCLI.fail(on: report.errors)
         }
         let format = pkg.format == .secure ? "Secure DFU" : "Legacy DFU"
         var lines = ["package: \(package) (\(format), \(pkg.parts.count) image(s))"]
@@ -38,8 +39,9 @@ struct PackageInspect: AsyncParsableCommand {
             lines.append(contentsOf: Self.describe(part, check).map { "    " + $0 })
         }
         for warning in pkg.warnings + report.warnings { lines.append("warning: \(warning)") }
-        for error in report.errors { lines.append("error: \(error.message)") }
         print(lines.joined(separator: "\n"))
+        // A check that failed (a hash, a signature with the given keys) ends the listing with its exit code.
+        try PackageCLI.fail(on: report.errors)
     }
 
     static func describe(_ part: PackagePart, _ check: PartVerification) -> [String] {

@@ -87,11 +87,20 @@ enum PackageMCUboot {
         let verdicts = package.parts.map { check($0.image, keys: keys, slotSize: slotSize) }
         if json {
             Console.json(jsonObject(package, verdicts, path: path))
-            return
+        } else {
+            var lines = ["package: \(path) (\(package.kind), \(package.parts.count) image(s))"]
+            for (part, verdict) in zip(package.parts, verdicts) { lines += describe(part, verdict: verdict) }
+            print(lines.joined(separator: "\n"))
         }
-        var lines = ["package: \(path) (\(package.kind), \(package.parts.count) image(s))"]
-        for (part, verdict) in zip(package.parts, verdicts) { lines += describe(part, verdict: verdict) }
-        print(lines.joined(separator: "\n"))
+        try PackageCLI.fail(on: failures(verdicts))
+    }
+
+    /// The failed checks, in image order.
+    static func failures(_ verdicts: [Result<String, PackageError>]) -> [PackageError] {
+        verdicts.compactMap { verdict -> PackageError? in
+            if case .failure(let error) = verdict { return error }
+            return nil
+        }
     }
 
     static func verify(_ path: String, keys keyPaths: [String], slotSize: Int?, json: Bool) throws {
@@ -105,16 +114,9 @@ enum PackageMCUboot {
                 if case .success(let text) = verdict { print("image \(part.imageIndex) \(part.name): hash valid, signature \(text)") }
             }
         }
-        let failures = verdicts.compactMap { verdict -> PackageError? in
-            if case .failure(let error) = verdict { return error }
-            return nil
-        }
-        guard let first = failures.first else {
-            if !json { print("OK: \(path)") }
-            return
-        }
-        for error in failures.dropFirst() { Console.error(error.message) }
-        throw PackageCLI.cliError(first)
+        let failures = failures(verdicts)
+        if failures.isEmpty, !json { print("OK: \(path)") }
+        try PackageCLI.fail(on: failures)
     }
 
     static func jsonObject(_ package: MCUbootPackage, _ verdicts: [Result<String, PackageError>], path: String) -> [String: any Sendable] {

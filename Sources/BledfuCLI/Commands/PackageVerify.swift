@@ -35,11 +35,7 @@ struct PackageVerify: AsyncParsableCommand {
             }
             for warning in pkg.warnings + report.warnings { Console.warning(warning) }
         }
-        guard let first = report.errors.first else {
-            if !json { print("OK: \(package)") }
-            return
-        }
-        for error in report.errors.dropFirst() { Console.error(error.message) }
-        throw PackageCLI.cliError(first)
+        if report.errors.isEmpty, !json { print("OK: \(package)") }
+        try PackageCLI.fail(on: report.errors)
     }
 }
