@@ -46,6 +46,14 @@ public final class PostgresLineDatabase: LineDatabase {
             try? await connection?.close()
             connection = nil
         }
+
+        /// A database dropped without ``PostgresLineDatabase/close()`` (an error path that forgot it) still closes
+        /// its session: PostgresNIO traps (debug builds) when a connection is freed open, and the server would keep
+        /// the session until it noticed. The close's completion holds the connection until it is closed.
+        deinit {
+            guard let connection, !connection.isClosed else { return }
+            connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+        }
     }
 
     /// How long the server lets a transaction of this station sit idle before it ends it (PostgreSQL's

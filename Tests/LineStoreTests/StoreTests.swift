@@ -359,4 +359,34 @@ struct PostgresStoreTests {
         }
         #expect(value == PostgresLineDatabase.idleTransactionLimit)
     }
+
+    /// A database dropped without `close()` ends its session (it trapped in PostgresNIO's debug check before, and
+    /// the server kept the session): its backend leaves `pg_stat_activity`.
+    @Test func aDatabaseDroppedWithoutCloseEndsItsSession() async throws {
+        let (location, remove) = try await StoreBackend.postgres.fresh()
+        let url = try PostgresURL(location)
+        let observer = try await PostgresLineDatabase.connect(url)
+        var pid: Int64?
+        do {
+            let dropped = try await PostgresLineDatabase.connect(url)
+            let rows = try await dropped.transaction(write: false) { session in
+                try await session.rows("SELECT pg_backend_pid() AS pid", [])
+            }
+            if case .integer(let value?)? = rows.first?.values["pid"] { pid = value }
+        }
+        #expect(pid != nil)
+        let backend = pid ?? 0
+        var sessions = -1
+        for _ in 0..<600 {
+            let rows = try await observer.transaction(write: false) { session in
+                try await session.rows("SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1", [.integer(backend)])
+            }
+            if case .integer(let count?)? = rows.first?.values["n"] { sessions = Int(count) }
+            if sessions == 0 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        await observer.close()
+        await remove()
+        #expect(sessions == 0)
+    }
 }
