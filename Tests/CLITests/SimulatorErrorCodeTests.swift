@@ -6,7 +6,7 @@ import Testing
 /// SimulatorHost's set-up errors reach the exit code the registry names for them (docs/exit-codes.md): a profile,
 /// override, key or fault plan the command line names is a usage error (64), a missing status 17, a controller
 /// profile that cannot be written 1.
-@Suite struct SimulatorErrorCodeTests {
+@Suite(.timeLimit(.minutes(10))) struct SimulatorErrorCodeTests {
     @Test func everySimulatorErrorMapsThroughTheRegistry() {
         let expected: [(SimulatorError.Code, Int32)] = [
             (.invalidRequest, 64), (.unknownProfile, 64), (.invalidProfile, 64), (.wrongFamily, 64),

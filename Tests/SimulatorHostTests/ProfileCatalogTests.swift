@@ -7,7 +7,7 @@ import Testing
 
 /// What `bledfu simulate --device` names, found and loaded by SimulatorHost's ``ProfileCatalog``: the checkout's
 /// Firmware/ profiles, the built-in ones, paths, and the errors of each way it can fail.
-@Suite struct ProfileCatalogTests {
+@Suite(.timeLimit(.minutes(10))) struct ProfileCatalogTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let firmware = root.appendingPathComponent("Firmware")

@@ -9,7 +9,7 @@ import VirtualRadio
 /// SimulatorHost's part of `bledfu simulate` below its command line: overrides, the device specs and their address
 /// check, fault plans, the host's preparation on a virtual radio, `--describe`'s figures and the status files read
 /// back, each on real files in a temporary directory.
-@Suite struct SimulatorSetupTests {
+@Suite(.timeLimit(.minutes(10))) struct SimulatorSetupTests {
     static let catalog = ProfileCatalog(directory: ProfileCatalogTests.firmware, builtIn: [:])
 
     static func requests(_ texts: String...) throws -> [SimulatedDeviceRequest] {

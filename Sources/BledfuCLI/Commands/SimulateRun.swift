@@ -163,7 +163,7 @@ struct SimulateRun: AsyncParsableCommand {
             requireSignature: requireSignature, publicKeys: try ProfileOverrides.readKeys(publicKey),
             saveProgress: saveProgress, speedup: speedup)
         let faults = try SimulatorSetup.faultPlan(file: faultPlan, items: fault)
-        let requests = try devices.map { try SimulatedDeviceRequest(parsing: $0) }
+        let requests = try devices.map(Self.request)
         return try SimulatorSetup.specs(
             requests, catalog: SimulatorProfiles.catalog, overrides: overrides, faults: faults, stateDirectory: stateDir)
     }
