@@ -154,10 +154,11 @@ var targets: [Target] = [
         ],
         swiftSettings: swiftSettings
     ),
-    // The simulator host (`bledfu simulate`): hosted virtual devices on a BLEPeripheral (virtual radio, BlueZ).
+    // The simulator host (`bledfu simulate`): what it runs (profiles, instances, overrides, fault plans), hosted
+    // virtual devices on a BLEPeripheral (virtual radio, BlueZ), their --describe figures and status files.
     .target(
         name: "SimulatorHost",
-        dependencies: ["BLECore", "DFUSimulator", "LinuxIO", "VirtualRadio", log],
+        dependencies: ["BLECore", "DFUPackage", "DFUSimulator", "LinuxIO", "VirtualRadio", "BlueZTransport", log],
         swiftSettings: swiftSettings
     ),
     // The bench (`bledfu bench`, docs/benchmarks.md): one loop that runs every family's engine against in-process
@@ -314,6 +315,11 @@ var targets: [Target] = [
     .testTarget(
         name: "BenchTests",
         dependencies: ["Bench", "DFUSimulator", "LegacyDFU", "MCUmgr", "LinuxIO"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "SimulatorHostTests",
+        dependencies: ["SimulatorHost", "DFUSimulator", "VirtualRadio", "BLECore"],
         swiftSettings: swiftSettings
     ),
     .testTarget(

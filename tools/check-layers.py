@@ -63,6 +63,7 @@ TEST_EDGES = {
     "LineStoreTests": ({"LineStore"}, set()),
     "LineDashboardTests": ({"LineDashboard"}, set()),
     "BenchTests": ({"Bench"}, set()),
+    "SimulatorHostTests": ({"SimulatorHost"}, set()),
     "BledfuKitTests": ({"BledfuKit"}, set()),
     "CLITests": ({"BledfuCLI", "bledfu", "FlashVirtualDevice"}, {"LineStore"}),
 }

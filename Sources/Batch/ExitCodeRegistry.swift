@@ -62,7 +62,7 @@ public enum ExitCodeRegistry {
         ExitCodeEntry(0, "success", "success (`batch`: every device is done or skipped)", scope: [.update, .batch]),
         ExitCodeEntry(
             1, "failure", "other failure (also: the `--capture` file cannot be written)",
-            ["DFUError.capture", "any error without a more specific code"]),
+            ["DFUError.capture", "SimulatorError.controller-unwritable", "any error without a more specific code"]),
         ExitCodeEntry(
             10, "no-bluetooth", "this kernel has no Bluetooth support (EAFNOSUPPORT)", ["AdapterError.noBluetoothInKernel"]),
         ExitCodeEntry(11, "no-adapter", "no such Bluetooth adapter", ["AdapterError.noAdapter"]),
@@ -74,7 +74,8 @@ public enum ExitCodeRegistry {
         ExitCodeEntry(
             16, "disconnected", "the device disconnected",
             ["AdapterError.disconnected", "ATTClientError.disconnected", "ATTClientError.closed"]),
-        ExitCodeEntry(17, "device-not-found", "device not found", ["AdapterError.deviceNotFound"]),
+        ExitCodeEntry(
+            17, "device-not-found", "device not found", ["AdapterError.deviceNotFound", "SimulatorError.no-status"]),
         ExitCodeEntry(
             18, "busy", "another program holds the ATT channel of the link to the device (EBUSY on an existing link)",
             ["AdapterError.busy"]),
@@ -190,7 +191,8 @@ public enum ExitCodeRegistry {
             scope: .batch),
         ExitCodeEntry(
             64, "usage", "bad arguments",
-            ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option", "PackageError.invalid-options"],
+            ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option", "PackageError.invalid-options",
+             "SimulatorError (other codes)"],
             retry: .cannotHelp),
         ExitCodeEntry(
             130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable, a stopped `batch` finishes when rerun)",

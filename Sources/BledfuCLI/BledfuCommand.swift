@@ -3,6 +3,7 @@ import BLECore
 import Batch
 import DFUCore
 import DFUPackage
+import DFUSimulator
 import CBuildInfo
 import Foundation
 import GATT
@@ -94,6 +95,7 @@ extension CLIError {
         case let error as PackageError: self.init(error.message, exitCode: ExitCodeRegistry.code(for: error))
         case let error as DFUError: self.init(error.message, exitCode: ExitCodeRegistry.code(for: error))
         case let error as BatchLogError: self.init(error)
+        case let error as SimulatorError: self.init(error.message, exitCode: ExitCodeRegistry.code(for: error))
         default: return nil
         }
     }

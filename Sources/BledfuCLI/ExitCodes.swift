@@ -3,6 +3,7 @@ import Batch
 import BLECore
 import DFUCore
 import DFUPackage
+import DFUSimulator
 import GATT
 
 /// An error the CLI reports as one line with its exit code. Its ``code`` is the exit code's name in
@@ -27,4 +28,12 @@ public struct CLIError: CodedError, Sendable {
     }
 
     public var description: String { message }
+}
+
+extension ExitCodeRegistry {
+    /// `bledfu simulate`'s set-up errors: a profile, override, key or fault plan the command line names is a usage
+    /// error unless the registry names its code.
+    static func code(for error: SimulatorError) -> Int32 {
+        byError["SimulatorError.\(error.code.rawValue)"] ?? code("usage")
+    }
 }

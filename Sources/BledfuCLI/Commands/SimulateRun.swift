@@ -1,11 +1,9 @@
 import ArgumentParser
 import Batch
 import LinuxIO
-import SystemPackage
 import BLECore
 import DFUSimulator
 import Dispatch
-import BlueZTransport
 import Foundation
 import SimulatorHost
 import VirtualRadio
@@ -91,7 +89,7 @@ struct SimulateRun: AsyncParsableCommand {
 
     func validate() throws {
         guard !devices.isEmpty else { throw ValidationError("name at least one --device (bracelet, sensor:4, ...)") }
-        for device in devices { _ = try SimulatedDeviceRequest(parsing: device) }
+        let requests = try devices.map(Self.request)
         if let speedup, !(speedup > 0) || !speedup.isFinite { throw ValidationError("--speedup must be positive") }
         if faultPlan != nil, !fault.isEmpty { throw ValidationError("use either --fault or --fault-plan, not both") }
         _ = try controllers()
@@ -99,7 +97,7 @@ struct SimulateRun: AsyncParsableCommand {
             switch AdapterSpec(options.adapter) {
             case .virtual: break
             case .bluez(let name?):
-                let instances = try devices.map { try SimulatedDeviceRequest(parsing: $0).count }.reduce(0, +)
+                let instances = requests.map(\.count).reduce(0, +)
                 guard instances == 1 else {
                     throw ValidationError("a BlueZ adapter (\(name)) serves one device: name one --device without a count")
                 }
@@ -113,47 +111,32 @@ struct SimulateRun: AsyncParsableCommand {
         let specs = try makeSpecs()
         let controllers = try controllers()
         if describe {
-            for spec in specs { SimulatorDescription.emit(spec, json: options.json) }
-            SimulatorDescription.emitControllers(controllers, specs: specs, json: options.json)
+            for spec in specs { DescribeRenderer.emit(spec, json: options.json) }
+            DescribeRenderer.emitControllers(controllers, specs: specs, json: options.json)
             return
         }
-        let events = SimulatorEvents(json: options.json)
-        let host: SimulatorHost
-        var sharedAir: SharedAir?
-        let statusDirectory: String
+        let place: SimulatorSetup.Place
         switch AdapterSpec(options.adapter) {
-        case .virtual(let radioDirectory):
-            for (adapter, profile) in controllers {
-                do throws(Errno) {
-                    try VirtualController(radio: radioDirectory, name: adapter).write(profile)
-                } catch {
-                    throw CLIError("--controller \(adapter): cannot write its profile: \(error)", exitCode: BledfuExit.failure)
-                }
-            }
-            host = SimulatorHost(radioDirectory: radioDirectory, events: events)
-            // This process serves every device of the radio, so it sees all links of each central adapter and
-            // shares that adapter's controller here, for every family's links (docs/simulator.md; an adapter without
-            // a --controller has the default controller).
-            sharedAir = SharedAir { adapter in VirtualController(radio: radioDirectory, name: adapter).profile() }
-            statusDirectory = statusDir ?? radioDirectory + "/status"
-        case .bluez(let name?):
-            host = SimulatorHost(place: name, events: events) { () throws(AdapterError) in
-                try BlueZPeripheralEndpoint(adapterName: name)
-            }
-            statusDirectory = statusDir ?? (stateDir ?? NSTemporaryDirectory() + "bledfu-simulate-" + name) + "/status"
-        default:
-            throw CLIError("bledfu simulate needs --adapter virtual:DIR or hciN", exitCode: BledfuExit.usage)
+        case .virtual(let radioDirectory): place = .virtual(radioDirectory: radioDirectory)
+        case .bluez(let name?): place = .bluez(adapter: name)
+        default: throw CLIError("bledfu simulate needs --adapter virtual:DIR or hciN", exitCode: BledfuExit.usage)
         }
+        let prepared = try SimulatorSetup.prepare(
+            place, controllers: controllers, events: SimulatorEvents(json: options.json), statusDirectory: statusDir,
+            stateDirectory: stateDir)
+        let host = prepared.host
         let signals = SignalWatch(signals: [SIGINT, SIGTERM]) { _ in host.stop() }
         defer { signals.cancel() }
         let running: [SimulatorHost.Running]
         do {
             running = try await host.start(
-                specs.map { $0.hostedEntry(stateDirectory: stateDir, sharedAir: sharedAir) }, statusDirectory: statusDirectory, stateDirectory: stateDir)
+                specs.map { $0.hostedEntry(stateDirectory: stateDir, sharedAir: prepared.sharedAir) },
+                statusDirectory: prepared.statusDirectory, stateDirectory: stateDir)
         } catch {
             if host.isStopping { return }
             throw CLIError(error.message, exitCode: (error.cause as? AdapterError).map(BledfuExit.code(for:)) ?? BledfuExit.failure)
         }
+        let statusDirectory = prepared.statusDirectory
         if options.json {
             Console.json(["event": "ready", "devices": running.count, "radio": host.place.hasPrefix("virtual:") ? String(host.place.dropFirst(8)) : host.place, "status": statusDirectory])
         } else {
@@ -168,7 +151,7 @@ struct SimulateRun: AsyncParsableCommand {
         }
     }
 
-    /// Profiles → instances → state restore → overrides → address check.
+    /// The options → SimulatorHost's ``SimulatorSetup/specs(_:catalog:overrides:faults:stateDirectory:)``.
     func makeSpecs() throws -> [SimulatedDeviceSpec] {
         let overrides = ProfileOverrides(
             hwVersion: try hwVersion.map {
@@ -180,30 +163,19 @@ struct SimulateRun: AsyncParsableCommand {
             },
             requireSignature: requireSignature, publicKeys: try ProfileOverrides.readKeys(publicKey),
             saveProgress: saveProgress, speedup: speedup)
-        let faults = try makeFaultPlan()
-        var specs: [SimulatedDeviceSpec] = []
-        var used: [BluetoothAddress: String] = [:]
-        for text in devices {
-            let request = try SimulatedDeviceRequest(parsing: text)
-            let base = try SimulatorProfiles.loadAny(request)
-            for index in 0..<request.count {
-                var profile = SimulatorProfiles.instance(base, index: index, of: request.count)
-                if case .secure(var secure) = profile {
-                    SimulatorProfiles.restore(&secure, from: stateDir)
-                    profile = .secure(secure)
-                }
-                try overrides.apply(to: &profile)
-                for address in SimulatorProfiles.addresses(profile) {
-                    if let other = used[address] {
-                        throw CLIError(
-                            "\(profile.name) and \(other) would both use address \(address)", exitCode: BledfuExit.usage)
-                    }
-                    used[address] = profile.name
-                }
-                specs.append(SimulatedDeviceSpec(device: profile, faults: faults))
-            }
+        let faults = try SimulatorSetup.faultPlan(file: faultPlan, items: fault)
+        let requests = try devices.map(Self.request)
+        return try SimulatorSetup.specs(
+            requests, catalog: SimulatorProfiles.catalog, overrides: overrides, faults: faults, stateDirectory: stateDir)
+    }
+
+    /// A `--device`, its error as a usage error.
+    static func request(_ text: String) throws -> SimulatedDeviceRequest {
+        do throws(SimulatorError) {
+            return try SimulatedDeviceRequest(parsing: text)
+        } catch {
+            throw ValidationError(error.message)
         }
-        return specs
     }
 
     /// `--controller ADAPTER=PROFILE`, each adapter once.
@@ -224,21 +196,6 @@ struct SimulateRun: AsyncParsableCommand {
             }
         }
         return result
-    }
-
-    func makeFaultPlan() throws -> FaultPlan {
-        if let faultPlan {
-            do {
-                return try JSONDecoder().decode(FaultPlan.self, from: Data(contentsOf: URL(fileURLWithPath: faultPlan)))
-            } catch {
-                throw CLIError("--fault-plan \(faultPlan): \(error)", exitCode: BledfuExit.usage)
-            }
-        }
-        do {
-            return try FaultPlan(parsing: fault.flatMap { $0.split(separator: ",").map(String.init) })
-        } catch {
-            throw CLIError("--fault: \(error.reason)", exitCode: BledfuExit.usage)
-        }
     }
 
     func parseNumber(_ text: String, option: String, max: UInt64) throws -> UInt64 {

@@ -4,6 +4,7 @@ import BLECore
 import DFUSimulator
 import Foundation
 import MCUmgr
+import SimulatorHost
 
 /// `bledfu simulate status`: print the status files of a running (or stopped) simulator.
 struct SimulateStatus: AsyncParsableCommand {
@@ -38,55 +39,32 @@ struct SimulateStatus: AsyncParsableCommand {
         } else {
             throw CLIError("bledfu simulate status needs --adapter virtual:DIR", exitCode: BledfuExit.usage)
         }
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory)
-        } catch {
-            throw CLIError("no status directory \(directory)", exitCode: BledfuExit.deviceNotFound)
-        }
-        var shown = 0
-        for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
-            let identity = BluetoothAddress(String(name.dropLast(".json".count)))
-            guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { continue }
-            if let legacy = try? JSONDecoder().decode(LegacyDeviceState.self, from: data), legacy.family == "legacy" {
-                if let wanted, wanted != identity, wanted != BluetoothAddress(legacy.address) { continue }
-                shown += 1
+        let entries = try SimulatorStatus.read(directory: directory, device: wanted)
+        for entry in entries {
+            switch entry {
+            case .legacy(let identity, let legacy):
                 if options.json {
                     Console.jsonLine(LegacyStatusEvent(identity: identity?.description ?? "", state: legacy))
                 } else {
                     print(Self.summary(legacy, identity: identity))
                 }
-                continue
-            }
-            if let smp = try? JSONDecoder().decode(SMPDeviceState.self, from: data), smp.family == "smp" {
-                if let wanted, wanted != identity, wanted != BluetoothAddress(smp.address) { continue }
-                shown += 1
+            case .smp(let identity, let smp):
                 if options.json {
                     Console.jsonLine(SMPStatusEvent(identity: identity?.description ?? "", state: smp))
                 } else {
                     print(Self.summary(smp, identity: identity))
                 }
-                continue
-            }
-            let state: DeviceState
-            do {
-                state = try JSONDecoder().decode(DeviceState.self, from: data)
-            } catch {
-                Console.warning("\(directory)/\(name): not a device status file (\(error))")
-                continue
-            }
-            if let wanted, wanted != identity, wanted != BluetoothAddress(state.address) { continue }
-            shown += 1
-            if options.json {
-                Console.jsonLine(StatusEvent(identity: identity?.description ?? "", state: state))
-            } else {
-                print(Self.summary(state, identity: identity))
+            case .secure(let identity, let state):
+                if options.json {
+                    Console.jsonLine(StatusEvent(identity: identity?.description ?? "", state: state))
+                } else {
+                    print(Self.summary(state, identity: identity))
+                }
+            case .unreadable(let path, let reason):
+                Console.warning("\(path): not a device status file (\(reason))")
             }
         }
-        if shown == 0 {
-            let which = device.map { " for \($0)" } ?? ""
-            throw CLIError("no device status\(which) in \(directory)", exitCode: BledfuExit.deviceNotFound)
-        }
+        if !entries.contains(where: \.isDevice) { throw SimulatorStatus.noDevice(device, in: directory) }
     }
 
     static func summary(_ state: DeviceState, identity: BluetoothAddress?) -> String {
