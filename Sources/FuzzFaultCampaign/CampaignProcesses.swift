@@ -24,6 +24,21 @@ struct ProcessSetup {
             .resolvingSymlinksInPath()
         return executable.deletingLastPathComponent().appendingPathComponent("bledfu")
     }
+
+    /// Runs `body` in a fresh `root/name` (removed afterwards unless `keepFiles`); returns the note of a set-up
+    /// failure (the run is then a violation), or nil.
+    func inRunDirectory(_ name: String, _ body: (URL) throws -> Void) -> String? {
+        let directory = root.appendingPathComponent(name)
+        defer { if !keepFiles { try? FileManager.default.removeItem(at: directory) } }
+        do {
+            try? FileManager.default.removeItem(at: directory)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try body(directory)
+            return nil
+        } catch {
+            return "campaign setup failed: \(error)"
+        }
+    }
 }
 
 /// A child process whose output goes to files (a chatty child can never block on a full pipe).

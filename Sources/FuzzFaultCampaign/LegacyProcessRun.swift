@@ -30,15 +30,9 @@ struct LegacyProcessRun {
 
     func run() -> LegacyRunReport {
         var report = LegacyRunReport(plan: plan)
-        let directory = setup.root.appendingPathComponent("legacy-run-\(plan.index)")
-        defer { if !setup.keepFiles { try? FileManager.default.removeItem(at: directory) } }
-        do {
-            try? FileManager.default.removeItem(at: directory)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try upload(in: directory, into: &report)
-        } catch {
+        if let failure = setup.inRunDirectory("legacy-run-\(plan.index)", { try upload(in: $0, into: &report) }) {
             report.verdict = .violation
-            report.note = "campaign setup failed: \(error)"
+            report.note = failure
         }
         return report
     }

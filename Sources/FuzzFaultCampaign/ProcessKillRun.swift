@@ -30,15 +30,9 @@ struct ProcessKillRun {
             plan: plan, verdict: .violation, attempts: 0, interruptions: 0, bytesWritten: 0, bytesResent: 0,
             faultsFired: [], errors: [], note: "")
         report.viaProcesses = true
-        let directory = setup.root.appendingPathComponent("run-\(plan.index)")
-        defer { if !setup.keepFiles { try? FileManager.default.removeItem(at: directory) } }
-        do {
-            try? FileManager.default.removeItem(at: directory)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try upload(in: directory, into: &report)
-        } catch {
+        if let failure = setup.inRunDirectory("run-\(plan.index)", { try upload(in: $0, into: &report) }) {
             report.verdict = .violation
-            report.note = "campaign setup failed: \(error)"
+            report.note = failure
         }
         return report
     }
