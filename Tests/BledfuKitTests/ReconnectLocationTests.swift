@@ -15,23 +15,8 @@ import Testing
 /// again and resumes. Before, it looked only at the bootloader's address, spent its attempts and failed (exit 43).
 @Suite(.timeLimit(.minutes(5))) struct ReconnectLocationTests {
     @Test func aDeviceThatLostPowerIsFoundInItsApplicationAndFinished() async throws {
-        let device = VirtualDevice(
-            profile: KitFixture.profile(), faults: try FaultPlan(parsing: "power-loss-after-bytes=6000"),
-            clock: ContinuousClock())
-        let adapter = VirtualDeviceAdapter(devices: [device], link: .inMemory)
-        let clock = ManualClock()
-        let updater = Updater(adapter: adapter, clock: clock, journal: InMemoryUpdateJournalStore())
-        let package = try KitFixture.package()
-        let run = updater.start(KitFixture.request(package))
-        var events: [UpdateEvent] = []
-        for await event in run {
-            events.append(event)
-            if case .reconnecting(_, _, let delay) = event {
-                await clock.waitForSleepers(1)
-                clock.advance(by: .milliseconds(delay))
-            }
-        }
-        let result = try await run.result()
+        let (device, events, outcome) = await Self.update(faults: "power-loss-after-bytes=6000")
+        let result = try outcome.get()
         #expect(result.statistics.reconnects == 1)
         let state = await device.state()
         #expect(state.faults.map(\.kind) == ["power-loss"])
@@ -52,24 +37,8 @@ import Testing
     /// the bootloader by that name again, not only at the address the link had. Before, the part loop kept only the
     /// link's peer and dropped the names the jump returned: the reconnect found the device by address alone.
     @Test func aLostLinkIsRefoundByTheUniqueBootloaderName() async throws {
-        let device = VirtualDevice(
-            profile: KitFixture.profile(), faults: try FaultPlan(parsing: "disconnect-after-bytes=6000"),
-            clock: ContinuousClock())
-        let adapter = VirtualDeviceAdapter(devices: [device], link: .inMemory)
-        let clock = ManualClock()
-        let updater = Updater(adapter: adapter, clock: clock, journal: InMemoryUpdateJournalStore())
-        var request = KitFixture.request(try KitFixture.package())
-        request.options.bootloaderName = "Dfu3344FF"
-        let run = updater.start(request)
-        var events: [UpdateEvent] = []
-        for await event in run {
-            events.append(event)
-            if case .reconnecting(_, _, let delay) = event {
-                await clock.waitForSleepers(1)
-                clock.advance(by: .milliseconds(delay))
-            }
-        }
-        let result = try await run.result()
+        let (device, events, outcome) = await Self.update(faults: "disconnect-after-bytes=6000", bootloaderName: "Dfu3344FF")
+        let result = try outcome.get()
         #expect(result.statistics.reconnects == 1)
         #expect(await device.state().faults.map(\.kind) == ["disconnect"])
         #expect(await device.state().installed.application?.sha256 == DFUSimulatorDigest.sha256Hex(KitFixture.image))
@@ -87,22 +56,8 @@ import Testing
     /// and sends the image again. Before, any application counted as the new one: success was reported while the
     /// device still ran version 1 (found by the fault campaign's old-application draw, seed 2, run 3).
     @Test func theOldApplicationAfterAnUnacknowledgedLastStepIsNotTakenForTheNewOne() async throws {
-        let device = VirtualDevice(
-            profile: KitFixture.profile(), faults: try FaultPlan(parsing: "power-loss-at=before-final-execute"),
-            clock: ContinuousClock())
-        let adapter = VirtualDeviceAdapter(devices: [device], link: .inMemory)
-        let clock = ManualClock()
-        let updater = Updater(adapter: adapter, clock: clock, journal: InMemoryUpdateJournalStore())
-        let run = updater.start(KitFixture.request(try KitFixture.package()))
-        var events: [UpdateEvent] = []
-        for await event in run {
-            events.append(event)
-            if case .reconnecting(_, _, let delay) = event {
-                await clock.waitForSleepers(1)
-                clock.advance(by: .milliseconds(delay))
-            }
-        }
-        let result = try await run.result()
+        let (device, events, outcome) = await Self.update(faults: "power-loss-at=before-final-execute")
+        let result = try outcome.get()
         let state = await device.state()
         #expect(state.faults.map(\.kind) == ["power-loss"])
         #expect(state.installed.application?.version == 2)
@@ -114,5 +69,41 @@ import Testing
         #expect(!events.contains(.message("application: the device restarted into its application: the last step took effect")))
         #expect(result.statistics.reconnects >= 1)
         #expect(events.last == .completed(address: KitFixture.address.description))
+    }
+
+    /// One update of KitFixture's device with `faults`, on a manual clock that jumps each reconnect's delay: the
+    /// device, every event and the run's end.
+    static func update(
+        faults: String, bootloaderName: String? = nil
+    ) async -> (VirtualDevice, [UpdateEvent], Result<UpdateResult, DFUError>) {
+        let device: VirtualDevice
+        let package: PackageSource
+        do {
+            device = VirtualDevice(profile: KitFixture.profile(), faults: try FaultPlan(parsing: faults), clock: ContinuousClock())
+            package = try KitFixture.package()
+        } catch {
+            Issue.record("fixture: \(error)")
+            return (VirtualDevice(profile: KitFixture.profile(), clock: ContinuousClock()), [], .failure(DFUError(.invalidOption, "fixture")))
+        }
+        let clock = ManualClock()
+        let updater = Updater(
+            adapter: VirtualDeviceAdapter(devices: [device], link: .inMemory), clock: clock,
+            journal: InMemoryUpdateJournalStore())
+        var request = KitFixture.request(package)
+        if let bootloaderName { request.options.bootloaderName = bootloaderName }
+        let run = updater.start(request)
+        var events: [UpdateEvent] = []
+        for await event in run {
+            events.append(event)
+            if case .reconnecting(_, _, let delay) = event {
+                await clock.waitForSleepers(1)
+                clock.advance(by: .milliseconds(delay))
+            }
+        }
+        do throws(DFUError) {
+            return (device, events, .success(try await run.result()))
+        } catch {
+            return (device, events, .failure(error))
+        }
     }
 }
