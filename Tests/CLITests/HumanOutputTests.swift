@@ -46,22 +46,6 @@ import Testing
         #expect(try await Self.flash(["-q", "-v"]).status == 64)
     }
 
-    /// A failure that sent nothing prints no empty summary: the error line says it all.
-    @Test func aFailureThatSentNothingHasNoSummary() async throws {
-        let directory = try FlashFixture.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try await FlashSimulator(directory: directory, extraArguments: ["--fault", "reject-at=create-command:04"])
-        defer { simulator.stop() }
-        let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 4096)
-        let result = try await CLIRunner.run([
-            "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
-            "--state-dir", directory.appendingPathComponent("state").path,
-        ], timeout: 120)
-        #expect(result.status == 40, "\(result.stderr)")
-        #expect(!result.stdout.contains("Stopped after") && !result.stdout.contains("0 bytes"), "\(result.stdout)")
-        #expect(!result.stdout.contains("Done:"))
-    }
-
     /// Every NDJSON line has its RFC 3339 `time`; keys are camelCase (the result's `bytesSent`).
     @Test func ndjsonHasTimesAndOneKeyStyle() async throws {
         let result = try await Self.flash(["--json"])
