@@ -1,4 +1,5 @@
 import BLECore
+import BledfuKit
 import DFUCore
 import DFUPackage
 import GATT
@@ -75,7 +76,7 @@ public enum ExitCodeRegistry {
             16, "disconnected", "the device disconnected",
             ["AdapterError.disconnected", "ATTClientError.disconnected", "ATTClientError.closed"]),
         ExitCodeEntry(
-            17, "device-not-found", "device not found", ["AdapterError.deviceNotFound", "SimulatorError.no-status"]),
+            17, "device-not-found", "device not found", ["AdapterError.deviceNotFound", "SimulatorError.no-status", "DeviceSelectionError.not-found"]),
         ExitCodeEntry(
             18, "busy", "another program holds the ATT channel of the link to the device (EBUSY on an existing link)",
             ["AdapterError.busy"]),
@@ -96,7 +97,8 @@ public enum ExitCodeRegistry {
         // --device or --strongest.
         ExitCodeEntry(
             23, "ambiguous-device",
-            "`--name` matches several devices (they are listed; give `--device`, or `--strongest` to take the strongest)"),
+            "`--name` matches several devices (they are listed; give `--device`, or `--strongest` to take the strongest)",
+            ["DeviceSelectionError.ambiguous"]),
         ExitCodeEntry(
             30, "invalid-archive", "the package is not a readable zip archive (or no family reads it)",
             ["PackageError.invalid-archive", "DFUError.invalid-package"], retry: .cannotHelp, package: true),
@@ -233,6 +235,12 @@ public enum ExitCodeRegistry {
 
     public static func code(for error: PackageError) -> Int32 {
         byError["PackageError.\(error.code)"] ?? code("package-other")
+    }
+
+    /// Choosing a device by name: none heard, several heard, or the scan's own failure (the adapter's code).
+    public static func code(for error: DeviceSelectionError) -> Int32 {
+        if error.code == .scan { return (error.cause as? AdapterError).map { code(for: $0) } ?? failure }
+        return byError["DeviceSelectionError.\(error.code.rawValue)"] ?? failure
     }
 
     public static func code(for error: BatchLogError) -> Int32 {

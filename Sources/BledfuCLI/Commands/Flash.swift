@@ -1,12 +1,12 @@
-import Batch
-import DFUCore
 import ArgumentParser
-import Synchronization
-import LinuxIO
+import Batch
 import BLECore
+import BledfuKit
+import DFUCore
 import Dispatch
 import Foundation
-import BledfuKit
+import LinuxIO
+import Synchronization
 
 /// Options shared by `bledfu flash` and `bledfu resume`.
 struct FlashOptions: ParsableArguments {
@@ -214,9 +214,16 @@ struct FlashCommand: AsyncParsableCommand {
             // Listen first: which device the name means (or whether the address is heard strongly enough).
             let filter = ScanFilter(namePrefix: name, minimumRSSI: minRssi.map { Int8($0) }, address: address)
             let wanted = name.map { "--name '\($0)'" } ?? address.map { "\($0)" } ?? ""
-            let heard = try await DeviceSelection.candidates(
-                adapter: try makeAdapter(options), filter: filter, timeout: FlashSettings.duration(flash.scanTimeout))
-            let chosen = try DeviceSelection.choose(heard, wanted: wanted, minimumRSSI: minRssi, strongest: strongest)
+            let adapter = try makeAdapter(options)
+            let heard: [DeviceSelection.Candidate]
+            let chosen: DeviceSelection.Candidate
+            do throws(DeviceSelectionError) {
+                heard = try await DeviceSelection.candidates(
+                    adapter: adapter, filter: filter, timeout: FlashSettings.duration(flash.scanTimeout))
+                chosen = try DeviceSelection.choose(heard, wanted: wanted, minimumRSSI: minRssi, strongest: strongest)
+            } catch {
+                throw CLIError(error.message, exitCode: ExitCodeRegistry.code(for: error))
+            }
             settings.target = .address(chosen.peer.address)
             settings.addressType = chosen.peer.type
             settings.selection = [.found(address: chosen.peer.address.description, name: chosen.name, byName: name != nil)]
