@@ -139,9 +139,7 @@ struct BenchModes: AsyncParsableCommand {
         let started = ISO8601DateFormatter().string(from: Date())
         let runs: [BenchRun]
         if let device, let package {
-            runs = try await BenchDevice(
-                address: device, package: package, adapter: adapter, modes: deviceModes(package), repetitions: self.repeat
-            ).run { emit($0) }
+            runs = try await runDevice(address: device, package: package)
         } else {
             runs = try await runVirtual()
         }
