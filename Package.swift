@@ -188,7 +188,6 @@ var targets: [Target] = [
             "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Batch", "BledfuKit", "SimulatorHost", "MCUbootImage",
             "MCUmgr", "LineStore", "LineDashboard", "Bench", "CBuildInfo",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Yams", package: "Yams"),
         ],
