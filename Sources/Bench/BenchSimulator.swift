@@ -3,12 +3,6 @@ import LinuxIO
 import SystemPackage
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A `bledfu simulate --json` child of a batch bench run. Its standard output is a pipe: ``waitUntilReady(timeout:)``
 /// reads its events until `ready` (printed once every device advertises), with a deadline; after that a task drains
 /// the pipe until the child ends, so the simulator never blocks on a full pipe.

@@ -3,12 +3,6 @@ import Foundation
 import LinuxIO
 import SystemPackage
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// `bledfu bench --device ADDR --package ZIP`: each mode, `repetitions` times, as a complete `bledfu flash` run (a
 /// child process of ``executable``, so connect, buttonless jump, reconnects and journal behave exactly as in a real
 /// update). The device must accept the package again after each run (same or higher version). Throughput is the
