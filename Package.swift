@@ -315,7 +315,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "BenchTests",
-        dependencies: ["Bench", "BLECore", "Batch", "DFUSimulator", "LegacyDFU", "MCUmgr", "LinuxIO", "SimulatorHost"],
+        dependencies: ["Bench", "BLECore", "Batch", "DFUSimulator", "LegacyDFU", "MCUmgr", "LinuxIO", "SecureDFU", "SimulatorHost"],
         swiftSettings: swiftSettings
     ),
     .testTarget(

@@ -1,4 +1,3 @@
-import DFUSimulator
 import Foundation
 import SimulatorHost
 
@@ -13,11 +12,6 @@ enum SimulatorProfiles {
     /// The Firmware directory found now and the profiles this binary carries (tools/generate-embedded).
     static var catalog: ProfileCatalog {
         ProfileCatalog(directory: firmwareDirectory(), builtIn: EmbeddedData.profiles)
-    }
-
-    /// The profile a request names, of any family.
-    static func loadAny(_ request: SimulatedDeviceRequest) throws(SimulatorError) -> SimulatedProfile {
-        try catalog.loadAny(request)
     }
 }
 
