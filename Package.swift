@@ -162,12 +162,14 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     // The bench (`bledfu bench`, docs/benchmarks.md): one loop that runs every family's engine against in-process
-    // virtual devices over real socket pairs and measures it against the model's bound. The CLI only renders it.
+    // virtual devices over real socket pairs and measures it against the model's bound; and the batch bench, N
+    // simulated devices flashed through Batch's scheduler against one. The CLI only parses and renders it.
     .target(
         name: "Bench",
         dependencies: [
-            "BLECore", "ATT", "GATT", "DFUPackage", "DFUSimulator", "SecureDFU", "LegacyDFU", "MCUmgr", "MCUbootImage",
-            "VirtualRadio",
+            "BLECore", "ATT", "GATT", "DFUCore", "DFUPackage", "DFUSimulator", "SecureDFU", "LegacyDFU", "MCUmgr",
+            "MCUbootImage", "VirtualRadio", "LinuxIO", "BledfuKit", "SimulatorHost", "Batch",
+            .product(name: "SystemPackage", package: "swift-system"),
         ],
         swiftSettings: swiftSettings
     ),
@@ -186,7 +188,6 @@ var targets: [Target] = [
             "DFUCore", "SecureDFU", "LegacyDFU", "DFUSimulator", "Batch", "BledfuKit", "SimulatorHost", "MCUbootImage",
             "MCUmgr", "LineStore", "LineDashboard", "Bench", "CBuildInfo",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Yams", package: "Yams"),
         ],
@@ -314,7 +315,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "BenchTests",
-        dependencies: ["Bench", "DFUSimulator", "LegacyDFU", "MCUmgr", "LinuxIO"],
+        dependencies: ["Bench", "BLECore", "Batch", "DFUSimulator", "LegacyDFU", "MCUmgr", "LinuxIO", "SecureDFU", "SimulatorHost"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -326,7 +327,7 @@ var targets: [Target] = [
         name: "CLITests",
         dependencies: [
             "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "LinuxIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Batch", "LineStore", "MCUmgr", "MCUbootImage", "BlueZTransport", "TestDoubles",
+            "VirtualRadio", "Batch", "Bench", "LineStore", "MCUmgr", "MCUbootImage", "BlueZTransport", "TestDoubles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings

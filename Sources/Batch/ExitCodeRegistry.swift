@@ -63,7 +63,8 @@ public enum ExitCodeRegistry {
         ExitCodeEntry(0, "success", "success (`batch`: every device is done or skipped)", scope: [.update, .batch]),
         ExitCodeEntry(
             1, "failure", "other failure (also: the `--capture` file cannot be written)",
-            ["DFUError.capture", "SimulatorError.controller-unwritable", "any error without a more specific code"]),
+            ["DFUError.capture", "SimulatorError.controller-unwritable", "BenchError.scratch", "BenchError.simulator-start",
+             "BenchError.simulator-stopped", "BenchError.flash-start", "any error without a more specific code"]),
         ExitCodeEntry(
             10, "no-bluetooth", "this kernel has no Bluetooth support (EAFNOSUPPORT)", ["AdapterError.noBluetoothInKernel"]),
         ExitCodeEntry(11, "no-adapter", "no such Bluetooth adapter", ["AdapterError.noAdapter"]),
@@ -160,7 +161,9 @@ public enum ExitCodeRegistry {
             48, "device-mismatch",
             "the device would refuse the package (another hardware version, a downgrade): checked before the jump, nothing sent, the device still runs its application",
             ["DFUError.device-mismatch"], retry: .cannotHelp),
-        ExitCodeEntry(50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)", scope: .batch),
+        ExitCodeEntry(
+            50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)", ["BenchError.devices-failed"],
+            scope: .batch),
         ExitCodeEntry(
             51, "batch-plan-invalid",
             "`batch`: the plan is invalid (its line and the reason are printed; also `connections` above what the adapter's controller carries)",
@@ -170,7 +173,7 @@ public enum ExitCodeRegistry {
         ExitCodeEntry(
             53, "batch-database",
             "`batch`: the batch log could not be opened or written (also a wrong or unreachable database URL)",
-            ["BatchLogError (other codes)"], scope: .batch),
+            ["BatchLogError (other codes)", "BenchError.database"], scope: .batch),
         ExitCodeEntry(54, "batch-no-devices", "`batch`: no device matched the plan", scope: .batch),
         ExitCodeEntry(
             55, "bench-goal-missed", "`bench batch`: the parallel/alone ratio is above `--max-ratio`", scope: .bench),
@@ -194,7 +197,7 @@ public enum ExitCodeRegistry {
         ExitCodeEntry(
             64, "usage", "bad arguments",
             ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option", "PackageError.invalid-options",
-             "SimulatorError (other codes)"],
+             "SimulatorError (other codes)", "BenchError.no-firmware", "BenchError.invalid-grid"],
             retry: .cannotHelp),
         ExitCodeEntry(
             130, "interrupted", "interrupted (Ctrl-C; a stopped upload is resumable, a stopped `batch` finishes when rerun)",

@@ -1,25 +1,35 @@
 import ArgumentParser
+import Batch
+import Bench
 import Foundation
 import Testing
 
 @testable import BledfuCLI
 
-/// `bledfu bench batch --grid`: the grid's cells as the option names them (the measurement itself is the bench's,
-/// never a timed test: docs/benchmarks.md "Batch: devices per hour").
+/// `bledfu bench batch --grid`: the options and the line each cell prints (the grid's parsing and model are the
+/// `Bench` module's: BenchTests' BatchGridTests; the measurement itself is the bench's, never a timed test:
+/// docs/benchmarks.md "Batch: devices per hour").
 @Suite(.timeLimit(.minutes(2))) struct BenchBatchGridTests {
     @Test func gridNamesDevicesAndLinks() throws {
-        let grid = try BatchGrid(parsing: "4,8:1,2,auto")
-        #expect(grid.devices == [4, 8])
-        #expect(grid.links == [.count(1), .count(2), .auto])
-        #expect(grid.links.map(\.description) == ["1", "2", "auto"])
         let command = try BenchBatch.parse(["--grid", "6:auto", "--speedup", "4"])
         #expect(command.grid == "6:auto")
+        #expect(try command.parsedGrid() == BatchGrid(parsing: "6:auto", adapters: "1", profiles: "bracelet"))
     }
 
     @Test(arguments: ["8", "0:1", "8:0", "8:65", "8:some", ":1", "8:", "a:1"])
     func aBadGridIsAUsageError(_ text: String) {
-        #expect(throws: ValidationError.self) { try BatchGrid(parsing: text) }
         #expect(throws: (any Error).self) { try BenchBatch.parse(["--grid", text]) }
+    }
+
+    /// The CLI reports a bad grid with the Bench module's message, as a usage error.
+    @Test func aBadGridNamesItsValue() {
+        do {
+            _ = try BenchBatch.parse(["--grid", "8:2", "--grid-profiles", "watch"])
+            Issue.record("--grid-profiles watch was accepted")
+        } catch {
+            #expect(BenchBatch.message(for: error) == "--grid-profiles: 'watch' is not bracelet or sensor")
+            #expect(BenchBatch.exitCode(for: error).rawValue == BledfuExit.usage)
+        }
     }
 
     @Test func aCellLineSaysRateBoundAndShare() {
@@ -32,13 +42,10 @@ import Testing
     }
 
     @Test func theGridSpansAdaptersAndProfiles() throws {
-        let grid = try BatchGrid(parsing: "8:2,auto", adapters: "1,2", profiles: "bracelet,sensor")
-        #expect(grid.adapters == [1, 2])
-        #expect(grid.profiles == ["bracelet", "sensor"])
-        #expect(throws: ValidationError.self) { try BatchGrid(parsing: "8:2", adapters: "0", profiles: "bracelet") }
-        #expect(throws: ValidationError.self) { try BatchGrid(parsing: "8:2", adapters: "1", profiles: "watch") }
         let command = try BenchBatch.parse(["--grid", "8:auto", "--grid-adapters", "1,2", "--grid-profiles", "bracelet,sensor"])
         #expect(command.gridAdapters == "1,2")
         #expect(command.gridProfiles == "bracelet,sensor")
+        #expect(try command.parsedGrid()?.adapters == [1, 2])
+        #expect(try command.parsedGrid()?.profiles == ["bracelet", "sensor"])
     }
 }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import BLECore
-import DFUSimulator
 import Batch
+import Bench
 import Foundation
-import LinuxIO
+import SimulatorHost
 
 /// `bledfu bench batch`: wall time of N virtual devices flashed in parallel by `bledfu batch`'s scheduler against
 /// one device alone (issue #6; goal: at most 1.3x). Each run gets a fresh simulator, so every device starts at
@@ -51,14 +51,24 @@ struct BenchBatch: AsyncParsableCommand {
         guard (1...64).contains(devices) else { throw ValidationError("--devices must be 1 to 64") }
         guard speedup > 0, speedup.isFinite else { throw ValidationError("--speedup must be positive") }
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
-        guard ["bracelet", "sensor"].contains(profile) else { throw ValidationError("--profile must be bracelet or sensor") }
+        guard BatchGrid.profileNames.contains(profile) else { throw ValidationError("--profile must be bracelet or sensor") }
         _ = try controllerProfile()
-        if let grid { _ = try BatchGrid(parsing: grid, adapters: gridAdapters, profiles: gridProfiles ?? profile) }
+        _ = try parsedGrid()
+    }
+
+    /// `--grid` with `--grid-adapters` and `--grid-profiles` (nil without `--grid`).
+    func parsedGrid() throws(ValidationError) -> BatchGrid? {
+        guard let grid else { return nil }
+        do throws(BenchError) {
+            return try BatchGrid(parsing: grid, adapters: gridAdapters, profiles: gridProfiles ?? profile)
+        } catch {
+            throw ValidationError(error.message)
+        }
     }
 
     /// The adapter's controller (every virtual adapter has one since issue 21: `none`, the old model where every
     /// link had its own air, is gone).
-    func controllerProfile() throws -> ControllerProfile? {
+    func controllerProfile() throws(ValidationError) -> ControllerProfile {
         guard controller != "none" else {
             throw ValidationError("--controller none is gone: every virtual adapter has a controller (docs/virtual-radio.md §4.2)")
         }
@@ -69,9 +79,19 @@ struct BenchBatch: AsyncParsableCommand {
         }
     }
 
+    /// The options as the `Bench` module's ``BatchBench`` (the children run `--bledfu`, else this executable).
+    func bench(catalog: ProfileCatalog) throws -> BatchBench {
+        guard let firmware = catalog.directory else {
+            throw CLIError(BenchError(.noFirmware, "no Firmware/ directory (set BLEDFU_FIRMWARE_DIR)"))
+        }
+        return BatchBench(
+            executable: BatchRun.executable(bledfu), firmware: firmware, speedup: speedup, controllerSpec: controller,
+            controller: try controllerProfile(), connections: connections, makeAdapter: makeFlashAdapter)
+    }
+
     func run() async throws {
-        if let grid {
-            try await runGrid(try BatchGrid(parsing: grid, adapters: gridAdapters, profiles: gridProfiles ?? profile))
+        if let grid = try parsedGrid() {
+            try await runGrid(grid)
             return
         }
         let result = try await measureBoth()
@@ -94,111 +114,14 @@ struct BenchBatch: AsyncParsableCommand {
         }
     }
 
-    /// Wall times of one device alone and of `devices` devices at once, in seconds.
-    func measureBoth() async throws -> (single: Double, parallel: Double, ratio: Double) {
-        guard let firmware = SimulatorProfiles.firmwareDirectory() else {
-            throw CLIError("no Firmware/ directory (set BLEDFU_FIRMWARE_DIR)", exitCode: BledfuExit.usage)
-        }
-        let package = firmware.appendingPathComponent("samples/\(profile)-app-v2.zip").path
-        let info = try BatchPlanFiles.info(package, keys: [])
-        let base = try SimulatorProfiles.load(try SimulatedDeviceRequest(parsing: profile))
-        let executable = BatchRun.executable(bledfu)
-        let single = try await measure(count: 1, base: base, info: info, firmware: firmware, executable: executable)
-        let parallel = try await measure(count: devices, base: base, info: info, firmware: firmware, executable: executable)
-        return (single, parallel, parallel / single)
-    }
-
-    /// One fresh simulator with `count` devices, one scheduler run over all of them; returns the wall time.
-    /// `adapters` central adapters on the radio (each its own controller and air), `links` each; `profile` (default
-    /// `--profile`) names the devices and their package.
-    func measure(
-        count: Int, base: DeviceProfile, info: PackageInfo, firmware: URL, executable: URL, links: Int? = nil, adapters: Int = 1,
-        profile: String? = nil
-    ) async throws -> Double {
-        let profile = profile ?? self.profile
-        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("bledfu-bench-batch-\(UUID().uuidString.prefix(8))")
-        let radio = directory.appendingPathComponent("radio")
-        try FileManager.default.createDirectory(at: radio, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var environment = ProcessInfo.processInfo.environment
-        environment["BLEDFU_FIRMWARE_DIR"] = firmware.path
-        let simulator: ChildProcess
-        do throws(ChildProcessError) {
-            simulator = try ChildProcess.spawn(
-                executable.path,
-                arguments: ["simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile):\(count)", "--speedup", "\(speedup)"]
-                    + ["--controller", "default=\(controller)"],
-                environment: environment, standardInput: .null, standardOutput: .null, standardError: .null)
+    /// Wall times of one device alone and of `devices` devices at once, in seconds (``BatchBench/compare(_:devices:)``).
+    func measureBoth() async throws -> BatchBench.Comparison {
+        let catalog = SimulatorProfiles.catalog
+        let bench = try bench(catalog: catalog)
+        do throws(BenchError) {
+            return try await bench.compare(try BatchBenchProfile.load(profile, catalog: catalog), devices: devices)
         } catch {
-            throw CLIError("cannot start the simulator: \(error.message)", exitCode: BledfuExit.failure)
+            throw CLIError(error)
         }
-        do {
-            let seconds = try await measure(
-                count: count, info: info, base: base, radio: radio, directory: directory, executable: executable, links: links,
-                adapters: adapters, profile: profile, simulator: simulator)
-            await Self.stop(simulator)
-            return seconds
-        } catch {
-            await Self.stop(simulator)
-            throw error
-        }
-    }
-
-    /// Ctrl-C to the simulator, then a bounded wait (then SIGKILL: ChildProcess.end).
-    static func stop(_ simulator: ChildProcess) async {
-        simulator.signal(SIGINT)
-        _ = await simulator.end(grace: .seconds(10))
-    }
-
-    /// One scheduler run over `count` devices of the running simulator; returns the wall time.
-    private func measure(
-        count: Int, info: PackageInfo, base: DeviceProfile, radio: URL, directory: URL, executable: URL, links: Int?,
-        adapters: Int, profile: String, simulator: ChildProcess
-    ) async throws -> Double {
-        for _ in 0..<3000 {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: radio.path)) ?? []
-            if names.filter({ $0.hasSuffix(".adv") }).count >= count { break }
-            guard simulator.exit == nil else { throw CLIError("the simulator stopped", exitCode: BledfuExit.failure) }
-            await pause(seconds: 0.01)
-        }
-        // One adapter: the radio's default central; more: `@central1`, `@central2`... (each its own controller).
-        let perAdapter = min(links ?? connections ?? count, count, (try controllerProfile())?.maximumLinks ?? count)
-        var plan = BatchPlan(
-            adapters: (0..<adapters).map { index in
-                BatchPlan.Adapter(
-                    name: "virtual:\(radio.path)" + (adapters == 1 ? "" : "@central\(index + 1)"), connections: perAdapter)
-            },
-            classes: [BatchPlan.DeviceClass(name: profile, package: info.path)],
-            devices: (0..<count).map {
-                let instance = SimulatorProfiles.instance(base, index: $0, of: count)
-                return BatchPlan.ExplicitDevice(address: instance.address, addressType: instance.addressType, className: profile)
-            })
-        plan.policies = BatchPlan.Policies(retries: 0, skipAtTargetVersion: false)
-        let log: BatchLog
-        do {
-            log = try await BatchLog.open(path: directory.appendingPathComponent("bench.sqlite").path)
-        } catch {
-            throw CLIError(error.reason, exitCode: BatchExit.databaseError)
-        }
-        let scheduler = BatchScheduler(
-            plan: plan, packages: [profile: info],
-            flasher: ProcessFlasher(
-                executable: executable, stateDirectory: directory, logDirectory: directory.appendingPathComponent("logs"),
-                makeAdapter: makeFlashAdapter),
-            log: log, batch: "bench")
-        let targets = plan.devices.map { BatchTarget(peer: PeerAddress($0.address, type: $0.addressType), className: profile) }
-        let start = ContinuousClock.now
-        let summary: BatchSummary
-        do {
-            summary = try await scheduler.run(targets: targets)
-        } catch {
-            throw CLIError("\(error)", exitCode: BatchExit.databaseError)
-        }
-        let elapsed = start.duration(to: .now)
-        guard summary.done == count else {
-            let errors = ((try? await log.devices()) ?? []).compactMap(\.error).prefix(3).joined(separator: "; ")
-            throw CLIError("\(count - summary.done) of \(count) device(s) failed: \(errors)", exitCode: BatchExit.devicesFailed)
-        }
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 }

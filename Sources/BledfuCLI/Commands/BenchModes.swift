@@ -1,12 +1,10 @@
 import ArgumentParser
 import Bench
-import DFUSimulator
 import Foundation
 import LegacyDFU
 import MCUbootImage
 import MCUmgr
 import SecureDFU
-import SimulatorHost
 
 /// `bledfu bench` (default subcommand `modes`): every write mode on every link profile and image size, several
 /// times each, against in-process virtual devices (or a real device with `--device`).
@@ -139,9 +137,7 @@ struct BenchModes: AsyncParsableCommand {
         let started = ISO8601DateFormatter().string(from: Date())
         let runs: [BenchRun]
         if let device, let package {
-            runs = try await BenchDevice(
-                address: device, package: package, adapter: adapter, modes: deviceModes(package), repetitions: self.repeat
-            ).run { emit($0) }
+            runs = try await runDevice(address: device, package: package)
         } else {
             runs = try await runVirtual()
         }
@@ -163,16 +159,8 @@ struct BenchModes: AsyncParsableCommand {
     /// The matrix on in-process virtual devices (the `Bench` module's loop), `--parallel` cells at a time.
     func runVirtual() async throws -> [BenchRun] {
         let effectiveSpeedup = unthrottled ? Double.infinity : speedup
-        var targets: [(name: String, target: BenchTarget)] = []
-        for size in try sizeList() {
-            for name in profileList {
-                switch try SimulatorProfiles.loadAny(SimulatedDeviceRequest(parsing: name)) {
-                case .secure(let loaded): targets.append((name, .secure(loaded, size: size, speedup: effectiveSpeedup)))
-                case .legacy(let loaded): targets.append((name, .legacy(loaded, size: size, speedup: effectiveSpeedup)))
-                case .smp(let loaded): targets.append((name, try .smp(loaded, size: size, speedup: effectiveSpeedup)))
-                }
-            }
-        }
+        let targets = try BenchMatrix.targets(
+            profiles: profileList, sizes: try sizeList(), speedup: effectiveSpeedup, catalog: SimulatorProfiles.catalog)
         let jobs = BenchMatrix.jobs(
             targets: targets, modes: modes == nil ? nil : modeList, repetitions: self.repeat, warm: warm)
         let trace: (@Sendable (String) -> Void)? =

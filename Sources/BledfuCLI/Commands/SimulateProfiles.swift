@@ -1,4 +1,3 @@
-import DFUSimulator
 import Foundation
 import SimulatorHost
 
@@ -13,21 +12,6 @@ enum SimulatorProfiles {
     /// The Firmware directory found now and the profiles this binary carries (tools/generate-embedded).
     static var catalog: ProfileCatalog {
         ProfileCatalog(directory: firmwareDirectory(), builtIn: EmbeddedData.profiles)
-    }
-
-    /// The Secure DFU profile a request names (a Legacy or SMP profile is refused).
-    static func load(_ request: SimulatedDeviceRequest) throws(SimulatorError) -> DeviceProfile {
-        try catalog.load(request)
-    }
-
-    /// The profile a request names, of any family.
-    static func loadAny(_ request: SimulatedDeviceRequest) throws(SimulatorError) -> SimulatedProfile {
-        try catalog.loadAny(request)
-    }
-
-    /// Instance `index` of `count` (``SimulatorProfileInstances``).
-    static func instance(_ profile: DeviceProfile, index: Int, of count: Int) -> DeviceProfile {
-        SimulatorProfileInstances.instance(profile, index: index, of: count)
     }
 }
 

@@ -1,0 +1,207 @@
+import BLECore
+import Batch
+import DFUSimulator
+import SimulatorHost
+
+/// `bledfu bench batch --grid DEVICES:LINKS`: which cells to measure (docs/benchmarks.md "Devices per hour").
+public struct BatchGrid: Sendable, Equatable {
+    public enum Links: Sendable, Equatable, CustomStringConvertible {
+        case count(Int)
+        /// The adapter's controller's own limit (`connections: auto`).
+        case auto
+
+        public var description: String {
+            switch self {
+            case .count(let count): "\(count)"
+            case .auto: "auto"
+            }
+        }
+    }
+
+    public var devices: [Int]
+    public var links: [Links]
+    /// Adapters per cell (each its own controller and air).
+    public var adapters: [Int] = [1]
+    public var profiles: [String] = ["bracelet"]
+
+    /// The profiles the batch bench flashes (each has a sample package v2 in the Firmware directory).
+    public static let profileNames = ["bracelet", "sensor"]
+
+    /// "8:1,2,4,auto", "4,8:auto"; adapters "1,2"; profiles "bracelet,sensor". Throws ``BenchError/Code/invalidGrid``.
+    public init(parsing text: String, adapters: String, profiles: String) throws(BenchError) {
+        try self.init(parsing: text)
+        var counts: [Int] = []
+        for item in adapters.split(separator: ",") {
+            guard let count = Int(item), (1...8).contains(count) else {
+                throw BenchError(.invalidGrid, "--grid-adapters: adapters must be 1 to 8, not '\(item)'")
+            }
+            counts.append(count)
+        }
+        let names = profiles.split(separator: ",").map(String.init)
+        for name in names where !Self.profileNames.contains(name) {
+            throw BenchError(.invalidGrid, "--grid-profiles: '\(name)' is not bracelet or sensor")
+        }
+        guard !counts.isEmpty, !names.isEmpty else {
+            throw BenchError(.invalidGrid, "--grid-adapters and --grid-profiles need a value each")
+        }
+        self.adapters = counts
+        self.profiles = names
+    }
+
+    /// "8:1,2,4,auto", "4,8:auto". Throws ``BenchError/Code/invalidGrid``.
+    public init(parsing text: String) throws(BenchError) {
+        let halves = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard halves.count == 2 else {
+            throw BenchError(.invalidGrid, "--grid '\(text)': expected DEVICES:LINKS, e.g. 8:1,2,4,auto")
+        }
+        var devices: [Int] = []
+        for item in halves[0].split(separator: ",") {
+            guard let count = Int(item), (1...64).contains(count) else {
+                throw BenchError(.invalidGrid, "--grid: devices must be 1 to 64, not '\(item)'")
+            }
+            devices.append(count)
+        }
+        var links: [Links] = []
+        for item in halves[1].split(separator: ",") {
+            if item == "auto" {
+                links.append(.auto)
+            } else if let count = Int(item), (1...64).contains(count) {
+                links.append(.count(count))
+            } else {
+                throw BenchError(.invalidGrid, "--grid: links must be 1 to 64 or auto, not '\(item)'")
+            }
+        }
+        guard !devices.isEmpty, !links.isEmpty else { throw BenchError(.invalidGrid, "--grid '\(text)': no devices or no links") }
+        self.devices = devices
+        self.links = links
+    }
+}
+
+/// One measured cell of the grid beside the shared-air model's bound.
+public struct BatchGridCell: Encodable, Sendable, Equatable {
+    public var profile: String
+    public var adapters: Int
+    public var devices: Int
+    public var links: String
+    public var connections: Int
+    public var seconds: Double
+    public var devicesPerHour: Double
+    /// The model: waves of `connections` devices, each the single device's fixed time (probe, jump, process start)
+    /// plus its image at its share of the adapter's air, at most its flash rate.
+    public var boundPerHour: Double
+    /// The adapter's air alone (no fixed time): every byte at the adapter's aggregate rate.
+    public var airBoundPerHour: Double
+    public var ofBound: Double
+
+    public init(
+        profile: String, adapters: Int, devices: Int, links: String, connections: Int, seconds: Double, devicesPerHour: Double,
+        boundPerHour: Double, airBoundPerHour: Double, ofBound: Double
+    ) {
+        self.profile = profile
+        self.adapters = adapters
+        self.devices = devices
+        self.links = links
+        self.connections = connections
+        self.seconds = seconds
+        self.devicesPerHour = devicesPerHour
+        self.boundPerHour = boundPerHour
+        self.airBoundPerHour = airBoundPerHour
+        self.ofBound = ofBound
+    }
+}
+
+/// `--grid --json`: one object.
+public struct BatchGridReport: Encodable, Sendable {
+    /// One device alone, per profile: its wall time and the part of it besides its image on the air.
+    public struct Single: Encodable, Sendable, Equatable {
+        public var profile: String
+        public var seconds: Double
+        public var fixedSeconds: Double
+    }
+
+    public var event = "bench-batch-grid"
+    public var speedup: Double
+    public var controller: String
+    public var singles: [Single]
+    public var cells: [BatchGridCell]
+}
+
+/// What a grid run reports as it goes (a profile's single device, then each cell).
+public enum BatchGridProgress: Sendable {
+    case single(BatchGridReport.Single)
+    case cell(BatchGridCell)
+}
+
+extension BatchBench {
+    /// Measures every cell of `grid` (a fresh simulator each): profiles (loaded from `catalog` in turn) x adapters x
+    /// devices x links per adapter, each beside the shared-air model's bound; `progress` hears each result at once.
+    public func measureGrid(
+        _ grid: BatchGrid, catalog: ProfileCatalog, progress: (BatchGridProgress) -> Void
+    ) async throws(BenchError) -> BatchGridReport {
+        var cells: [BatchGridCell] = []
+        var singles: [BatchGridReport.Single] = []
+        for name in grid.profiles {
+            let profile = try BatchBenchProfile.load(name, catalog: catalog)
+            let single = try await measure(profile, count: 1, links: 1)
+            let model = GridModel(bench: self, profile: profile, singleSeconds: single)
+            let report = BatchGridReport.Single(profile: name, seconds: single, fixedSeconds: model.fixed)
+            singles.append(report)
+            progress(.single(report))
+            for adapters in grid.adapters {
+                for devices in grid.devices {
+                    for links in grid.links {
+                        let wanted: Int
+                        switch links {
+                        case .count(let count): wanted = count
+                        case .auto: wanted = controller.maximumLinks
+                        }
+                        let connections = max(1, min(wanted, devices, controller.maximumLinks))
+                        let seconds = try await measure(profile, count: devices, links: connections, adapters: adapters)
+                        let cell = model.cell(adapters: adapters, devices: devices, links: links, connections: connections, seconds: seconds)
+                        cells.append(cell)
+                        progress(.cell(cell))
+                    }
+                }
+            }
+        }
+        return BatchGridReport(speedup: speedup, controller: controllerSpec, singles: singles, cells: cells)
+    }
+}
+
+/// The shared-air model of one profile's cells: its link model's rates on the controller (times the speedup), and
+/// the single device's fixed time (what it costs besides its image on the air: probe, jump, process start).
+struct GridModel {
+    var profile: String
+    var bytes: Double
+    var model: LinkModel
+    var eventLengthMicros: Double?
+    var speedup: Double
+    var fixed: Double
+
+    init(bench: BatchBench, profile: BatchBenchProfile, singleSeconds: Double) {
+        self.profile = profile.name
+        bytes = Double(profile.package.totalBytes)
+        model = LinkModel(profile: profile.device)
+        eventLengthMicros = bench.controller.eventLengthMicros
+        speedup = bench.speedup
+        fixed = 0
+        fixed = max(0, singleSeconds - bytes / max(rate(1).perLink, 1))
+    }
+
+    func rate(_ links: Int) -> (perLink: Double, aggregate: Double) {
+        let estimate = SharedAir.estimate(model: model, links: links, eventLengthMicros: eventLengthMicros)
+        return (estimate.perLink * speedup, estimate.aggregate * speedup)
+    }
+
+    /// A measured cell beside the bound: waves of `adapters * connections` devices, each the fixed time plus its
+    /// image at its link's share of the air.
+    func cell(adapters: Int, devices: Int, links: BatchGrid.Links, connections: Int, seconds: Double) -> BatchGridCell {
+        let shared = rate(connections)
+        let waves = Double((devices + adapters * connections - 1) / (adapters * connections))
+        let boundSeconds = waves * (fixed + bytes / max(shared.perLink, 1))
+        return BatchGridCell(
+            profile: profile, adapters: adapters, devices: devices, links: links.description, connections: connections,
+            seconds: seconds, devicesPerHour: Double(devices) * 3600 / seconds, boundPerHour: Double(devices) * 3600 / boundSeconds,
+            airBoundPerHour: 3600 * Double(adapters) * shared.aggregate / bytes, ofBound: boundSeconds / seconds)
+    }
+}
