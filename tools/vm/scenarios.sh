@@ -352,7 +352,7 @@ PLAN
 	for p in $SIMS; do stop_pid $p; done
 	for f in $S/*.log $S/batch.ndjson $S/batch.err; do cp "$f" "$OUT/links-$(basename "$f")" 2>/dev/null; done
 	# Each device's `bledfu flash` standard error and the batch's notes on it (a kill, its reason).
-	for f in $S/state/batch-logs/*.log; do cp "$f" "$OUT/links-child-$(basename "$f")" 2>/dev/null; done
+	for f in $S/state/batch-logs/*.log; do cp "$f" "$OUT/links-child-$(basename "$f")" 2>/dev/null || true; done
 	note "scenario links took $(since "$TS") s"
 }
 
