@@ -131,11 +131,7 @@ public struct HCIScanner: Sendable {
                 try await fd.waitWritable(timeout: ContinuousClock.now.duration(to: deadline))
             }
             while true {
-                // Other events (advertising reports of a scan already running) may keep coming while the answer
-                // does not: the deadline holds however many arrive, not only while the socket is silent.
-                let left = ContinuousClock.now.duration(to: deadline)
-                guard left > .zero else { throw Errno.timedOut }
-                try await fd.waitReadable(timeout: left)
+                try await fd.waitReadable(timeout: ContinuousClock.now.duration(to: deadline))
                 guard case .processed(let packet) = try fd.receive(maximumCount: 260) else { continue }
                 switch try? HCIEvent.decode(packet) {
                 case .commandComplete(let opcode, let status, _) where opcode == command.opcode:

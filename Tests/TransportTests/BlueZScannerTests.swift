@@ -73,26 +73,6 @@ import Glibc
         #expect(mock.calls[2].input == [0x10, 0, 0, 0, 0x00, 0xC0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0])
     }
 
-    /// A command whose answer never comes while other events keep arriving (advertising reports of a scan someone
-    /// else runs) ends at its deadline: the reports waiting on the socket do not keep it reading. Before, the
-    /// deadline was only the timeout of each wait, so a steady stream of reports kept it waiting for ever.
-    @Test func aCommandEndsAtItsDeadlineWhileReportsKeepComing() async {
-        let report = BlueZHCICodecTests.extendedReport
-        let mock = SyscallMock(script: [
-            .returns("socket", Self.fd), .returns("bind", 0), .returns("setsockopt", 0), .returns("send", 11),
-            .bytes("recv", report), .bytes("recv", report), .bytes("recv", report), .bytes("recv", report),
-            .returns("close", 0),
-        ])
-        let error = await mock.run { () async -> AdapterError? in
-            do throws(AdapterError) {
-                try await HCIScanner(adapter: Self.adapter, commandTimeout: .zero).run(filter: ScanFilter(), duration: .seconds(1)) { _ in }
-                return nil
-            } catch { return error }
-        }
-        #expect(error?.reason.hasPrefix("hci0 did not answer HCI command 0x200b in") == true, "\(String(describing: error))")
-        #expect(mock.callNames == ["socket", "bind", "setsockopt", "send", "close"])
-    }
-
     /// Legacy Set Scan Parameters answered with Command Disallowed → extended scan; one extended report is
     /// delivered; the adapter goes away (ENETDOWN) and the scan is still disabled before the socket closes.
     @Test func fallsBackToExtendedScanAndDisablesAtTheEnd() async {
