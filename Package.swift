@@ -30,7 +30,10 @@ var targets: [Target] = [
     // Layer 0: the commit slot `bledfu --version` reads (tools/stamp-commit writes the commit into a built binary).
     .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
     // Layer 1: pure value types shared by every layer (bytes, addresses, UUIDs, CRCs, the bearer protocol).
-    .target(name: "BLECore", swiftSettings: swiftSettings),
+    .target(
+        name: "BLECore",
+        exclude: ["Data"],  // assigned-numbers.tsv; tools/generate-embedded carries it in Generated/AssignedNumbersData.swift
+        swiftSettings: swiftSettings),
     // Layer 2: ATT PDU codec (pure).
     .target(name: "ATT", dependencies: ["BLECore"], swiftSettings: swiftSettings),
     // Layer 3: ATT client/server bearer logic and GATT client/server (pure Swift concurrency, no syscalls).
@@ -191,7 +194,6 @@ var targets: [Target] = [
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Yams", package: "Yams"),
         ],
-        exclude: ["Data"],  // assigned-numbers.tsv; tools/generate-embedded carries it in Generated/EmbeddedData.swift
         swiftSettings: swiftSettings
     ),
     .executableTarget(name: "bledfu", dependencies: ["BledfuCLI", log], swiftSettings: swiftSettings),
@@ -327,7 +329,7 @@ var targets: [Target] = [
         name: "CLITests",
         dependencies: [
             "BledfuCLI", "bledfu", "FlashVirtualDevice", "BledfuKit", "DFUCore", "BledfuTestSupport", "LinuxIO", "BLECore", "ATT", "GATT", "DFUProtocol", "SecureDFU", "DFUPackage", "DFUSimulator",
-            "VirtualRadio", "Batch", "Bench", "LineStore", "MCUmgr", "MCUbootImage", "BlueZTransport", "TestDoubles",
+            "VirtualRadio", "Batch", "Bench", "LineStore", "MCUmgr", "MCUbootImage", "BlueZTransport", "TestDoubles", "SimulatorHost",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: swiftSettings

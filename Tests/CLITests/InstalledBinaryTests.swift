@@ -1,5 +1,6 @@
-import BLECore
+@testable import BLECore
 import Foundation
+import SimulatorHost
 import Testing
 
 @testable import BledfuCLI
@@ -57,15 +58,15 @@ import Testing
     @Test func embeddedDataMatchesTheRepository() throws {
         let firmware = CLIRunner.repositoryRoot.appendingPathComponent("Firmware")
         let names = try FileManager.default.contentsOfDirectory(atPath: firmware.path).filter { $0.hasSuffix(".json") }
-        #expect(Set(names.map { String($0.dropLast(".json".count)) }) == Set(EmbeddedData.profiles.keys))
+        #expect(Set(names.map { String($0.dropLast(".json".count)) }) == Set(BuiltInProfiles.all.keys))
         for name in names {
             let text = try String(contentsOf: firmware.appendingPathComponent(name), encoding: .utf8)
-            #expect(EmbeddedData.profiles[String(name.dropLast(".json".count))] == text, "\(name) is stale")
+            #expect(BuiltInProfiles.all[String(name.dropLast(".json".count))] == text, "\(name) is stale")
         }
         let tsv = try String(
-            contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("Sources/BledfuCLI/Data/assigned-numbers.tsv"),
+            contentsOf: CLIRunner.repositoryRoot.appendingPathComponent("Sources/BLECore/Data/assigned-numbers.tsv"),
             encoding: .utf8)
-        #expect(EmbeddedData.assignedNumbers == tsv, "assigned-numbers.tsv is stale (tools/generate-embedded)")
+        #expect(AssignedNumbersData.tsv == tsv, "assigned-numbers.tsv is stale (tools/generate-embedded)")
         let parsed = AssignedNumbers.parse(tsv)
         #expect(parsed.bad.isEmpty, "lines that do not parse: \(parsed.bad)")
         #expect(AssignedNumbers.label(try #require(BluetoothUUID("2A19"))) == "2A19 \"Battery Level\"")

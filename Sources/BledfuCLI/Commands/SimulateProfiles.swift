@@ -11,7 +11,7 @@ enum SimulatorProfiles {
 
     /// The Firmware directory found now and the profiles this binary carries (tools/generate-embedded).
     static var catalog: ProfileCatalog {
-        ProfileCatalog(directory: firmwareDirectory(), builtIn: EmbeddedData.profiles)
+        ProfileCatalog(directory: firmwareDirectory(), builtIn: BuiltInProfiles.all)
     }
 }
 

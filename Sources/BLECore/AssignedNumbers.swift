@@ -1,20 +1,20 @@
 import BLECore
 
 /// Names of standard Bluetooth UUIDs (the Bluetooth SIG's Assigned Numbers, shipped as
-/// Sources/BledfuCLI/Data/assigned-numbers.tsv and carried in the binary by tools/generate-embedded), for `scan`
+/// Sources/BLECore/Data/assigned-numbers.tsv and carried in the binary by tools/generate-embedded), for `scan`
 /// and `gatt` output.
-enum AssignedNumbers {
-    struct Entry: Sendable, Equatable {
-        var kind: String
-        var name: String
+public enum AssignedNumbers {
+    public struct Entry: Sendable, Equatable {
+        public var kind: String
+        public var name: String
     }
 
-    /// The table, parsed once: UUID → kind and name. A malformed line is skipped (EmbeddedDataTests checks that
+    /// The table, parsed once: UUID → kind and name. A malformed line is skipped (InstalledBinaryTests checks that
     /// every line of the shipped file parses).
-    static let table: [BluetoothUUID: Entry] = parse(EmbeddedData.assignedNumbers).entries
+    public static let table: [BluetoothUUID: Entry] = parse(AssignedNumbersData.tsv).entries
 
     /// Parses the TSV text: the entries and the lines (1-based) that do not parse.
-    static func parse(_ text: String) -> (entries: [BluetoothUUID: Entry], bad: [Int]) {
+    public static func parse(_ text: String) -> (entries: [BluetoothUUID: Entry], bad: [Int]) {
         var entries: [BluetoothUUID: Entry] = [:]
         var bad: [Int] = []
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -30,10 +30,10 @@ enum AssignedNumbers {
     }
 
     /// "Battery Level", or nil for a UUID without an assigned name.
-    static func name(of uuid: BluetoothUUID) -> String? { table[uuid]?.name }
+    public static func name(of uuid: BluetoothUUID) -> String? { table[uuid]?.name }
 
     /// `2A19 "Battery Level"`, or the UUID alone.
-    static func label(_ uuid: BluetoothUUID) -> String {
+    public static func label(_ uuid: BluetoothUUID) -> String {
         name(of: uuid).map { "\(uuid) \"\($0)\"" } ?? uuid.description
     }
 }
