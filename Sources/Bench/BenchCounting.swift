@@ -68,6 +68,10 @@ final class CheckpointCountingBearer: ATTBearer {
         try await base.send(burst: payloads, prefix: prefix)
     }
     func close() async { await base.close() }
+    func securityLevel() async -> LinkSecurityLevel { await base.securityLevel() }
+    func raiseSecurity(to level: LinkSecurityLevel) async throws(BearerError) -> LinkSecurityLevel {
+        try await base.raiseSecurity(to: level)
+    }
 
     func receive() async throws(BearerError) -> [UInt8] {
         let pdu = try await base.receive()

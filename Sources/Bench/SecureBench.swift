@@ -99,7 +99,10 @@ public enum SecureBench {
         var failureCode: DFUEngineError.Code?
         var policy: (any PacingPolicy)?
         do throws(BenchSetupError) {
-            (failureCode, policy) = try await BenchLoop.connect(to: device, wrap: { CheckpointCountingBearer($0, box: counts) }) {
+            // A bonded bootloader's DFU characteristics need an encrypted link: the GATT client raises it when refused.
+            (failureCode, policy) = try await BenchLoop.connect(
+                to: device, secure: true, wrap: { CheckpointCountingBearer($0, box: counts) }
+            ) {
                 link in
                 await transfer(part, on: link.att, profile: profile, configuration: configuration, counts: counts, run: &run, trace: trace)
             }

@@ -35,12 +35,17 @@
 ///   ``Tuning/confirmObjects`` clean objects the limit tries halfway to the burst that was too long, so it settles
 ///   at the longest burst the device takes.
 /// - **Paced bursts** (``Tuning/pauseStep``, issue 18). Once a burst limit is known and the prepare delay has carried
-///   an object, the bursts of an object are paced by a learned *pause* instead of a checkpoint's round trip: all but
-///   the last go out with no checkpoint, each followed by ``pause``, and only the object's last burst is checked
-///   (its receipt or a checksum). The pause starts at ``Tuning/pauseStep``, halves after every
-///   ``Tuning/confirmObjects`` clean paced objects while no paced object was lost, doubles after a loss in a paced
-///   object (then bisects between the longest pause too short and the shortest enough, like the prepare delay), and
-///   pacing ends for the connection (checkpoints between bursts again) when it would exceed ``Tuning/maximumPause``.
+///   an object, the bursts of an object are paced instead of checked: all but the last go out with no checkpoint,
+///   each followed by a pause of ``pause`` *per packet of the burst*, and only the object's last burst is checked
+///   (its receipt or a checksum). The pause starts when the burst is handed to the link, which queues it (a Linux
+///   L2CAP socket and the simulator's link both do), so a pause shorter than the burst's air time leaves no gap on
+///   the air; a pause per packet makes the host's pace one packet per ``pause`` whatever the burst's length: below
+///   the link's own pace it costs nothing, above it the device's flash gets the time it needs (the lossy bracelet
+///   writes a packet in 4.1 ms where its link carries one every 3.75 ms). The pause starts at
+///   ``Tuning/pauseStep``, halves after every ``Tuning/confirmObjects`` clean paced objects while no paced object
+///   was lost, doubles after a loss in a paced object (then bisects between the longest pause too short and the
+///   shortest enough, like the prepare delay); the engine's slow-down doubles it too. Pacing ends for the
+///   connection (checkpoints between bursts again) only when the pause would exceed ``Tuning/maximumPause``.
 ///
 /// Events in: ``nextBurst(packetsLeftInObject:)``, ``record(_:)`` (each checkpoint), ``slowDown()`` (the engine's
 /// "too many failures in a row"). Decisions out: ``PacingBurst``, ``packetReceiptInterval`` and
@@ -66,17 +71,17 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         public var receiptsAfterCleanObjects: Int
         /// How long the engine waits for a receipt before asking with Calculate Checksum.
         public var receiptTimeout: Duration
-        /// The first pause between paced bursts (nil: no paced bursts, a checkpoint between limited bursts).
+        /// The first pause per packet of a paced burst (nil: no paced bursts, a checkpoint between limited bursts).
         public var pauseStep: Duration?
-        /// A pause longer than this ends pacing for the connection.
+        /// A pause per packet longer than this ends pacing for the connection (checkpoints pace better then).
         public var maximumPause: Duration
 
         public init(
             initialInterval: Int = 4, initialDelay: Duration = .zero, delayStep: Duration = .milliseconds(40),
             maximumDelay: Duration = .seconds(1),
             confirmObjects: Int = 3, delayTolerance: Double = 0.3, receiptsAfterCleanObjects: Int = 3,
-            receiptTimeout: Duration = .seconds(2), pauseStep: Duration? = .milliseconds(20),
-            maximumPause: Duration = .milliseconds(160)
+            receiptTimeout: Duration = .seconds(2), pauseStep: Duration? = .milliseconds(2),
+            maximumPause: Duration = .milliseconds(16)
         ) {
             self.receiptTimeout = receiptTimeout
             self.pauseStep = pauseStep
@@ -102,55 +107,70 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         public var failed: Bool
         /// The learned burst limit (absent in snapshots of older versions).
         public var burstLimit: Int?
-        /// The learned pause between paced bursts (absent: none learned, or an older version).
+        /// The learned pause per packet of a paced burst (absent: none learned, or an older version).
         public var pauseMicros: Int64?
     }
 
     public let tuning: Tuning
     /// Packets between checkpoints (≥ ``objectPackets`` means streaming whole objects).
-    public private(set) var interval: Int
+    public internal(set) var interval: Int
     /// Packets in the largest data object seen so far (0 before the first burst).
-    public private(set) var objectPackets = 0
+    public internal(set) var objectPackets = 0
     /// Upper bound of ``interval`` after losses inside objects or ``slowDown()`` (nil: none).
-    public private(set) var intervalCap: Int?
+    public internal(set) var intervalCap: Int?
     /// The longest burst the device takes back to back, learned per connection (nil: no limit found).
-    public private(set) var burstLimit: Int?
+    public internal(set) var burstLimit: Int?
     /// The shortest burst that lost packets because of its length.
-    public private(set) var burstTooLong: Int?
+    public internal(set) var burstTooLong: Int?
     /// The longest burst that came back clean.
-    public private(set) var longestCleanBurst = 0
+    public internal(set) var longestCleanBurst = 0
     /// Packets in the burst handed out last.
     var lastBurstPackets = 0
     /// Burst lengths that came back clean.
     var cleanBurstLengths: Set<Int> = []
     /// The shortest prepare delay that carried an object cleanly.
-    public private(set) var shortestCleanDelay: Duration?
+    public internal(set) var shortestCleanDelay: Duration?
+    /// The prepare delays that carried an object cleanly, each with the object's first burst (packets back to back
+    /// after the delay): a delay is proven only for first bursts no longer than one it carried. An object that
+    /// started with one packet and a checksum's round trip gave the erase that round trip too.
+    var provenDelays: [(firstBurst: Int, delay: Duration)] = []
+    /// Packets in the current object's first burst (0: none handed out since Create).
+    var objectFirstBurst = 0
+    /// Packets handed out since Create in the current object, and where the last burst began among them.
+    var objectPacketsSent = 0
+    var burstStart = 0
+    /// Where the engine located the loss the next failed checkpoint reports (packets since Create).
+    var lossAt: Int?
+    /// The current object lost packets since Create (a shortfall continues inside it).
+    var objectLost = false
+    /// Clean objects in a row at one prepare delay: the first bursts of the last ``Tuning/confirmObjects``.
+    var streak: (delay: Duration, firstBursts: [Int])?
     var cleanObjectsAtLimit = 0
     /// The pause after Create Data.
-    public private(set) var prepareDelay: Duration
+    public internal(set) var prepareDelay: Duration
     /// The longest prepare delay that lost packets.
-    public private(set) var delayTooShort: Duration?
+    public internal(set) var delayTooShort: Duration?
     /// The shortest prepare delay that carried ``Tuning/confirmObjects`` objects cleanly.
-    public private(set) var delayEnough: Duration?
-    public private(set) var cleanCheckpoints = 0
-    public private(set) var failedCheckpoints = 0
+    public internal(set) var delayEnough: Duration?
+    public internal(set) var cleanCheckpoints = 0
+    public internal(set) var failedCheckpoints = 0
     /// Objects whose closing checkpoint came back clean since the last failure.
-    public private(set) var cleanObjectsInARow = 0
+    public internal(set) var cleanObjectsInARow = 0
     var cleanObjectsAtDelay = 0
     var cleanObjectsSinceCap = 0
     /// The burst handed out last runs to the end of the object, so its checkpoint closes the object.
     var burstEndsObject = false
     /// A receipt did not come (the device drops writes without counting them): checksums only.
-    public private(set) var receiptsBroken = false
+    public internal(set) var receiptsBroken = false
     /// The burst handed out last ends with a receipt.
     var burstUsesReceipt = false
-    /// The pause between paced bursts (nil: not pacing).
-    public private(set) var pause: Duration?
+    /// The pause per packet of a paced burst (nil: not pacing).
+    public internal(set) var pause: Duration?
     /// The longest pause a paced object was lost at, and the shortest that carried ``Tuning/confirmObjects`` objects.
-    public private(set) var pauseTooShort: Duration?
-    public private(set) var pauseEnough: Duration?
+    public internal(set) var pauseTooShort: Duration?
+    public internal(set) var pauseEnough: Duration?
     /// Pacing was tried and ended for this connection (a pause beyond ``Tuning/maximumPause`` was needed).
-    public private(set) var pacingEnded = false
+    public internal(set) var pacingEnded = false
     var cleanObjectsAtPause = 0
     /// The object in progress had paced bursts (its closing checkpoint judges the pause).
     var objectPaced = false
@@ -201,6 +221,15 @@ public struct AdaptiveStreamPacing: PacingPolicy {
     public var receiptTimeout: Duration? { tuning.receiptTimeout }
 
     public mutating func nextBurst(packetsLeftInObject: Int) -> PacingBurst {
+        let burst = plannedBurst(packetsLeftInObject: packetsLeftInObject)
+        let packets = max(1, min(burst.packets, max(1, packetsLeftInObject)))
+        if objectFirstBurst == 0 { objectFirstBurst = packets }
+        burstStart = objectPacketsSent
+        objectPacketsSent += packets
+        return burst
+    }
+
+    mutating func plannedBurst(packetsLeftInObject: Int) -> PacingBurst {
         let left = max(1, packetsLeftInObject)
         // The largest object so far (the first one): stream only once the interval covers it.
         objectPackets = max(objectPackets, left)
@@ -216,7 +245,7 @@ public struct AdaptiveStreamPacing: PacingPolicy {
             burstEndsObject = false
             burstUsesReceipt = false
             lastBurstPackets = burstLimit
-            return PacingBurst(packets: burstLimit, checkpoint: .none, pause: pause)
+            return PacingBurst(packets: burstLimit, checkpoint: .none, pause: pause * burstLimit)
         }
         burstEndsObject = interval >= left
         // The object's last burst can end with its receipt too (the device counts from Create).
@@ -242,33 +271,20 @@ public struct AdaptiveStreamPacing: PacingPolicy {
             failedCheckpoints += 1
             if outcome == .timeout, burstUsesReceipt { receiptsBroken = true }
             cleanObjectsInARow = 0
-            if objectPaced, pause != nil, shortestCleanDelay.map({ prepareDelay >= $0 }) ?? false {
-                // Lost in an object whose bursts were paced, at a prepare delay that carried objects: the pause.
-                pauseTooShortNow()
-                objectPaced = false
-                if outcome == .mismatch { startObject() }
-                burstEndsObject = false
-                burstUsesReceipt = false
-                return
-            }
+            let lostAt = lossAt
+            lossAt = nil
+            streak = nil
+            defer { if outcome == .shortfall { objectLost = true } }
+            // A shortfall continues inside the object from the first lost packet.
+            if outcome == .shortfall, let lostAt { objectPacketsSent = min(objectPacketsSent, lostAt) }
+            if objectPaced, pause != nil, pacedObjectLost(outcome, lostAt: lostAt) { return }
             objectPaced = false
             let longerThanClean = longestCleanBurst > 0 && lastBurstPackets > longestCleanBurst
-            // A delay at least as long as one that carried an object cleanly is not to blame for a loss after Create.
-            let delayKnownGood = shortestCleanDelay.map { prepareDelay >= $0 } ?? false
-            if lastBurstPackets > 1, longerThanClean || (freshObject && delayKnownGood) {
-                // The device cannot take that many back to back (its flash writes slower than the link delivers; a
-                // loaded host may let such a burst through now and then). Limit bursts to the longest clean one
-                // shorter than this; the prepare delay stays.
-                burstTooLong = min(burstTooLong ?? .max, lastBurstPackets)
-                let limit = cleanBurstLengths.filter { $0 < lastBurstPackets }.max() ?? max(1, lastBurstPackets / 2)
-                burstLimit = min(burstLimit ?? .max, limit)
-                longestCleanBurst = min(longestCleanBurst, limit)
-                interval = limit
-                cleanObjectsAtLimit = 0
-                startPacingIfUseful()
-                if outcome == .mismatch { startObject() }
-                burstEndsObject = false
-                burstUsesReceipt = false
+            // A delay that carried an object as fast (as long a first burst) is not to blame for a loss after Create;
+            // a loss the engine located in the first burst at a delay not proven for it is the delay's.
+            let delaysLoss = freshObject && !delayProven && lostAt.map { $0 < objectFirstBurst } == true
+            if lastBurstPackets > 1, !delaysLoss, longerThanClean || (freshObject && delayProven) {
+                burstTooLongLost(outcome, lostAt: lostAt)
                 return
             }
             interval = max(1, min(interval, max(objectPackets, 1)) / 2)
@@ -289,22 +305,39 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         burstUsesReceipt = false
     }
 
+    public mutating func lossLocated(atPacket index: Int) { lossAt = max(0, index) }
+
     public mutating func slowDown() {
-        if pause != nil { pacingEnded = true }
-        pause = nil
+        if pause != nil {
+            // Paced: too many losses in a row say the pause is too short (ending pacing past the maximum).
+            pauseTooShortNow()
+            delayTooShortNow()
+            if pause != nil { return }
+        } else {
+            delayTooShortNow()
+        }
         intervalCap = max(1, tuning.initialInterval / 2)
         cleanObjectsSinceCap = 0
         interval = 1
-        delayTooShortNow()
+    }
+
+    /// The current prepare delay carried objects cleanly whose first burst was at least as long as this one's.
+    var delayProven: Bool {
+        provenDelays.contains { $0.delay <= prepareDelay && $0.firstBurst >= objectFirstBurst }
     }
 
     mutating func startObject() {
+        objectLost = false
+        objectFirstBurst = 0
+        objectPacketsSent = 0
+        burstStart = 0
         freshObject = true
         delayFailedForObject = false
     }
 
     mutating func objectClosedCleanly() {
         shortestCleanDelay = min(shortestCleanDelay ?? prepareDelay, prepareDelay)
+        proveDelay()
         if objectPaced { pausedObjectClosedCleanly() }
         objectPaced = false
         cleanObjectsInARow += 1
@@ -329,76 +362,6 @@ public struct AdaptiveStreamPacing: PacingPolicy {
         } else {
             prepareDelay = enough
         }
-    }
-
-    /// After ``Tuning/confirmObjects`` clean objects at the burst limit, tries halfway to the shortest burst that
-    /// was too long, until the two are one packet apart or within half of ``Tuning/delayTolerance`` of the longer
-    /// (each failed try costs a loss).
-    mutating func probeLongerBursts() {
-        // While paced, a loss would not tell a too long burst from a too short pause: the limit stays.
-        guard pause == nil, let limit = burstLimit, let tooLong = burstTooLong else { return }
-        cleanObjectsAtLimit += 1
-        guard cleanObjectsAtLimit >= tuning.confirmObjects else { return }
-        cleanObjectsAtLimit = 0
-        let gap = tooLong - limit
-        guard gap > 1, Double(gap) > Double(tooLong) * tuning.delayTolerance / 2 else { return }
-        let probe = (limit + tooLong) / 2
-        burstLimit = probe
-        interval = max(interval, probe)
-        if let intervalCap { interval = min(interval, intervalCap) }
-    }
-
-    /// A burst limit (the device cannot take a whole object back to back) with a prepare delay that carried an
-    /// object: pace the bursts instead of checking each (``Tuning/pauseStep``).
-    mutating func startPacingIfUseful() {
-        guard pause == nil, !pacingEnded, let step = tuning.pauseStep, let burstLimit, burstLimit < objectPackets,
-            shortestCleanDelay != nil
-        else { return }
-        pause = step
-        cleanObjectsAtPause = 0
-    }
-
-    mutating func pausedObjectClosedCleanly() {
-        guard let current = pause else { return }
-        cleanObjectsAtPause += 1
-        guard cleanObjectsAtPause >= tuning.confirmObjects else { return }
-        cleanObjectsAtPause = 0
-        guard let tooShort = pauseTooShort else {
-            let half = Self.micros(current) / 2
-            pause = half < 1_000 ? .zero : .microseconds(half)
-            return
-        }
-        let enough = min(pauseEnough ?? current, current)
-        pauseEnough = enough
-        if Self.micros(enough - tooShort) > Int64(Double(Self.micros(enough)) * tuning.delayTolerance) {
-            pause = .microseconds((Self.micros(tooShort) + Self.micros(enough)) / 2)
-        } else {
-            pause = enough
-        }
-    }
-
-    mutating func pauseTooShortNow() {
-        guard let failed = pause, let step = tuning.pauseStep else { return }
-        pauseTooShort = max(pauseTooShort ?? .zero, failed)
-        if let enough = pauseEnough, enough <= failed { pauseEnough = nil }
-        let raised = pauseEnough ?? (failed == .zero ? step : failed * 2)
-        cleanObjectsAtPause = 0
-        if raised > tuning.maximumPause {
-            // The device needs about a round trip between bursts anyway: checkpoints between them, as before.
-            pause = nil
-            pacingEnded = true
-        } else {
-            pause = raised
-        }
-    }
-
-    mutating func delayTooShortNow() {
-        let failed = prepareDelay
-        delayTooShort = max(delayTooShort ?? .zero, failed)
-        if let enough = delayEnough, enough <= failed { delayEnough = nil }
-        let raised = failed == .zero ? tuning.delayStep : failed * 2
-        prepareDelay = min(delayEnough ?? raised, tuning.maximumDelay)
-        cleanObjectsAtDelay = 0
     }
 
     public var description: String { "adaptive" }

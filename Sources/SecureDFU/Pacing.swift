@@ -48,6 +48,9 @@ public protocol PacingPolicy: Sendable, CustomStringConvertible {
     mutating func record(_ outcome: CheckpointOutcome)
     /// Called once after too many failed checkpoints in a row: smaller bursts, more checkpoints.
     mutating func slowDown()
+    /// Where the losses the next ``record(_:)`` reports began: the index of the first lost packet since the object's
+    /// Create Data (the engine finds it from the device's offset and CRC, ``PrefixCRC/firstLostPacket(of:offset:crc:)``).
+    mutating func lossLocated(atPacket index: Int)
     /// How long to wait for a receipt before asking with Calculate Checksum, when shorter than the configuration's
     /// `checkpointTimeout` (nil: that timeout). A receipt a device never sends then costs this, not the timeout.
     var receiptTimeout: Duration? { get }
@@ -55,6 +58,7 @@ public protocol PacingPolicy: Sendable, CustomStringConvertible {
 
 extension PacingPolicy {
     public func delayAfterCreate(objectIndex: Int) -> Duration? { nil }
+    public mutating func lossLocated(atPacket index: Int) {}
     public var receiptTimeout: Duration? { nil }
     public mutating func record(_ outcome: CheckpointOutcome) {}
 }

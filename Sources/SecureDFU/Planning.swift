@@ -64,6 +64,33 @@ public struct PrefixCRC: Sendable {
 
     /// Whether the device's (offset, CRC) is a true prefix of the local bytes.
     public func matches(offset: Int, crc: UInt32) -> Bool { self.crc(upTo: offset) == crc }
+
+    /// Where a device lost packets it was sent: `packets` went out back to back after a true prefix, the device
+    /// reports `offset` bytes with `crc` (it appends what it takes, so a dropped packet shifts the rest). Returns the
+    /// index in `packets` of the first packet of the one contiguous run of lost packets that explains the report, or
+    /// nil when none does (losses in several places, or corrupted data). A bootloader whose flash queue or receive
+    /// buffers are full drops every packet until one frees, so its losses are one run; where the run starts says
+    /// what overran it (docs/benchmarks.md "How adaptive works").
+    public func firstLostPacket(of packets: [Range<Int>], offset: Int, crc: UInt32) -> Int? {
+        guard let first = packets.first, let last = packets.last, offset >= first.lowerBound, offset < last.upperBound,
+            let base = self.crc(upTo: first.lowerBound), last.upperBound <= bytes.count
+        else { return nil }
+        let lostBytes = last.upperBound - offset
+        for start in packets.indices {
+            var size = 0
+            var end = start
+            while end < packets.count, size < lostBytes {
+                size += packets[end].count
+                end += 1
+            }
+            guard size == lostBytes else { continue }
+            var running = CRC32(continuing: base)
+            running.update(bytes[first.lowerBound..<packets[start].lowerBound])
+            if end < packets.count { running.update(bytes[packets[end].lowerBound..<last.upperBound]) }
+            if running.value == crc { return start }
+        }
+        return nil
+    }
 }
 
 /// What to do with the init packet after Select Command (secure-dfu-anchors.md 3.3).

@@ -119,6 +119,7 @@ extension SecureDFUStateMachine {
             // is progress (it took data, only less than was sent), not a failure to wait on or give up on.
             bytesResent += sentOffset - offset
             sentOffset = offset
+            configuration.pacing.lossLocated(atPacket: (offset - start) / max(packetSize, 1))
             configuration.pacing.record(.shortfall)
             if configuredPRN > 0 { needsPRNResync = true }
             let moved = stall.confirmed(offset)
@@ -127,6 +128,10 @@ extension SecureDFUStateMachine {
             return moved ? streamNext() : retry(.stream, after: lost)
         }
         bytesResent += sentOffset - start
+        let sent = DFUPlanning.packets(in: start..<sentOffset, packetSize: packetSize)
+        if let lost = image.firstLostPacket(of: sent, offset: offset, crc: crc) {
+            configuration.pacing.lossLocated(atPacket: lost)
+        }
         configuration.pacing.record(.mismatch)
         countFailure(lostPackets: offset < sentOffset)
         return retry(

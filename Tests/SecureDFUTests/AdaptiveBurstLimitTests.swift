@@ -81,30 +81,58 @@ import Testing
         #expect(resumed.burstLimit == 12)
     }
 
-    @Test func aLoadedHostLettingALongBurstThroughOnceDoesNotMoveTheBlameToTheDelay() {
+    @Test func oneCleanObjectDoesNotProveADelay() {
+        // A delay at the edge passes now and then: 17 got through once, so a loss of 17 at the same delay is not
+        // yet the burst's length.
         var policy = AdaptiveStreamPacing(tuning: .erasing)
         _ = Self.object(&policy, fails: { _ in false })  // 4, 8, 5
         _ = Self.object(&policy, fails: { _ in false })  // 17 got through once
         let delay = policy.prepareDelay
         _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
-        policy.record(.mismatch)  // 17 lost at a delay that already carried objects: the length
-        #expect(policy.prepareDelay == delay)
-        #expect(policy.delayTooShort == nil)
-        #expect(policy.burstLimit == 8)  // the longest clean burst shorter than 17
-        #expect(policy.burstTooLong == 17)
+        policy.record(.mismatch)
+        #expect(policy.delayTooShort == delay)
+        #expect(policy.prepareDelay == delay * 2)
+        #expect(policy.burstLimit == nil)
     }
 
-    @Test func lossesAtADelayThatCarriedObjectsShortenTheBurstFurther() {
-        var policy = AdaptiveStreamPacing(tuning: .erasing)
-        _ = Self.object(&policy, fails: { _ in false })  // 4, 8, 5 clean at 40 ms
-        #expect(policy.shortestCleanDelay == .milliseconds(40))
-        _ = policy.nextBurst(packetsLeftInObject: 17)
-        policy.record(.mismatch)  // 17 > 8: length
-        #expect(policy.burstLimit == 8)
-        #expect(policy.nextBurst(packetsLeftInObject: 17).packets == 8)
-        policy.record(.shortfall)  // 8 lost right after Create, at a delay that carried an object: still length
-        #expect(policy.burstLimit == 5)  // the longest clean burst shorter than 8 (4, 8, 5 came back clean)
-        #expect(policy.delayTooShort == nil)
+    /// The lossy bracelet: three objects of 17 back to back at one delay prove it; then a loss the engine located
+    /// in the burst is the burst's length, and the limit is what the device took before it.
+    @Test func aLocatedLossAtAProvenDelayLimitsBurstsToWhatTheDeviceTook() {
+        var policy = AdaptiveStreamPacing(tuning: AdaptiveStreamPacing.Tuning(initialDelay: .milliseconds(80), confirmObjects: 3, pauseStep: nil))
+        _ = Self.object(&policy, fails: { _ in false })  // 4, 8, 5 at 80 ms
+        _ = Self.object(&policy, fails: { _ in false })  // 17
+        _ = Self.object(&policy, fails: { _ in false })  // 17: 80 ms halves to 40 (nothing lost yet)
         #expect(policy.prepareDelay == .milliseconds(40))
+        for _ in 0..<3 { _ = Self.object(&policy, fails: { _ in false }) }  // 17 × 3 at 40 ms: proven for 17
+        #expect(policy.prepareDelay == .milliseconds(20))
+        // At 20 ms (not proven): a loss located at the second packet is the delay's.
+        _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)
+        policy.lossLocated(atPacket: 1)
+        policy.record(.mismatch)
+        #expect(policy.delayTooShort == .milliseconds(20))
+        #expect(policy.prepareDelay == .milliseconds(40))
+        #expect(policy.burstLimit == nil)
+        // Back at the proven 40 ms with half the interval (8): a loss located at packet 6 means the device took 6
+        // back to back.
+        #expect(policy.nextBurst(packetsLeftInObject: Self.objectPackets).packets == 8)
+        policy.lossLocated(atPacket: 6)
+        policy.record(.mismatch)
+        #expect(policy.burstLimit == 6)
+        #expect(policy.burstTooLong == 8)
+        #expect(policy.prepareDelay == .milliseconds(40))
+        #expect(policy.nextBurst(packetsLeftInObject: Self.objectPackets).packets == 6)
+    }
+
+    @Test func aLossRightAfterCreateAtAnUnprovenDelayIsTheDelaysNotTheLength() {
+        // The lossy bracelet before loss location: 17 lost at its second packet after 40 ms was blamed on the length and the
+        // limit fell to 1 (467 checkpoints per 128 KiB). Located, it raises the delay.
+        var policy = AdaptiveStreamPacing(tuning: .erasing)
+        _ = Self.object(&policy, fails: { _ in false })  // 4, 8, 5 at 40 ms
+        _ = policy.nextBurst(packetsLeftInObject: Self.objectPackets)  // 17
+        policy.lossLocated(atPacket: 1)
+        policy.record(.mismatch)
+        #expect(policy.burstLimit == nil)
+        #expect(policy.prepareDelay == .milliseconds(80))
+        #expect(policy.nextBurst(packetsLeftInObject: Self.objectPackets).packets >= 8)
     }
 }

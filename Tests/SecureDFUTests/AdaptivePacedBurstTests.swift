@@ -7,7 +7,8 @@ import Testing
 @Suite(.timeLimit(.minutes(5))) struct AdaptivePacedBurstTests {
     static let objectPackets = 17
 
-    /// A device that takes `limit` packets back to back and needs `pause` between bursts (its flash catching up).
+    /// A device that takes `limit` packets back to back and needs `pause` per packet between bursts (its flash
+    /// catching up: the host's pace must be at most one packet per `pause`).
     struct Device {
         var limit = 12
         var pause: Duration = .milliseconds(8)
@@ -26,7 +27,7 @@ import Testing
             left -= burst.packets
             if burst.packets > device.limit { lost = true }
             if burst.checkpoint == .none {
-                if let pause = burst.pause, pause < device.pause { lost = true }
+                if let pause = burst.pause, pause < device.pause * burst.packets { lost = true }
                 continue
             }
             if lost {
@@ -49,14 +50,15 @@ import Testing
 
     @Test func aBurstLimitBringsPacedBurstsWithOneCheckpointPerObject() {
         var policy = AdaptiveStreamPacing()
-        let device = Device()
+        let device = Device(pause: .milliseconds(1))
         _ = Self.object(&policy, device)  // 4, 8, 5: clean
         _ = Self.object(&policy, device)  // 17 lost: limit 8, pacing starts
         #expect(policy.burstLimit == 8)
-        #expect(policy.pause == .milliseconds(20))
+        #expect(policy.pause == .milliseconds(2))
         let bursts = Self.object(&policy, device)
         #expect(bursts.map(\.packets) == [8, 8, 1])
-        #expect(bursts[0] == PacingBurst(packets: 8, checkpoint: .none, pause: .milliseconds(20)))
+        // The pause is per packet of the burst: 8 × 2 ms after a burst of 8 (the link queues the burst at once).
+        #expect(bursts[0] == PacingBurst(packets: 8, checkpoint: .none, pause: .milliseconds(16)))
         #expect(bursts[2].checkpoint == .checksum)
         // No probing of longer bursts while paced: a loss would not say whether the burst or the pause was to blame.
         for _ in 0..<6 { _ = Self.object(&policy, device) }
@@ -96,14 +98,14 @@ import Testing
         }
         policy.record(.mismatch)
         #expect(policy.pauseTooShort == before)
-        #expect(policy.pause == (before == .zero ? .milliseconds(20) : before.map { $0 * 2 }))
+        #expect(policy.pause == (before == .zero ? .milliseconds(2) : before.map { $0 * 2 }))
         #expect(policy.prepareDelay == delay)
         #expect(policy.delayTooShort == nil)
         #expect(policy.burstLimit == limit)
     }
 
     @Test func aDeviceThatNeedsMoreThanTheLargestPauseGetsCheckpointsAgain() {
-        let device = Device(limit: 12, pause: .milliseconds(500))
+        let device = Device(limit: 12, pause: .milliseconds(40))
         var policy = Self.limited(device)
         for _ in 0..<10 { _ = Self.object(&policy, device) }
         #expect(policy.pause == nil)

@@ -39,6 +39,42 @@ import Testing
         #expect(PrefixCRC(Array("123456789".utf8)).crc(upTo: 9) == 0xCBF4_3926)
     }
 
+    /// What a device holds after dropping packets `lost` of `packets` (it appends what it takes: the rest shifts),
+    /// as its Calculate Checksum answer: offset and CRC over the image's prefix before the first packet, then the kept
+    /// packets.
+    static func report(_ image: [UInt8], _ packets: [Range<Int>], lost: Range<Int>) -> (offset: Int, crc: UInt32) {
+        var kept = Array(image[0..<packets[0].lowerBound])
+        for index in packets.indices where !lost.contains(index) { kept += image[packets[index]] }
+        return (kept.count, CRC32.checksum(kept[...]))
+    }
+
+    @Test func firstLostPacketFindsTheOneRunOfLostPackets() {
+        let image = testBytes(4096 + 200, seed: 3)
+        let prefix = PrefixCRC(image)
+        // One object at 4096: ten packets of 20 bytes (the last one too), sent after a true prefix of 4096 bytes.
+        let packets = DFUPlanning.packets(in: 4096..<4296, packetSize: 20)
+        for lost in [0..<1, 1..<2, 5..<8, 9..<10, 0..<9] {
+            let (offset, crc) = Self.report(image, packets, lost: lost)
+            #expect(prefix.firstLostPacket(of: packets, offset: offset, crc: crc) == lost.lowerBound, "\(lost)")
+        }
+        // Two separate runs (packets 1 and 6): no one run explains it.
+        var kept = Array(image[0..<4096])
+        for index in packets.indices where index != 1 && index != 6 { kept += image[packets[index]] }
+        #expect(prefix.firstLostPacket(of: packets, offset: kept.count, crc: CRC32.checksum(kept[...])) == nil)
+        // Everything lost is one run from the first packet; nothing lost, a corrupted CRC, an offset before the
+        // packets: nil.
+        #expect(prefix.firstLostPacket(of: packets, offset: 4096, crc: CRC32.checksum(image[0..<4096])) == 0)
+        #expect(prefix.firstLostPacket(of: packets, offset: 4296, crc: CRC32.checksum(image[0..<4296])) == nil)
+        let (offset, crc) = Self.report(image, packets, lost: 3..<4)
+        #expect(prefix.firstLostPacket(of: packets, offset: offset, crc: crc ^ 1) == nil)
+        #expect(prefix.firstLostPacket(of: packets, offset: 4000, crc: crc) == nil)
+        #expect(prefix.firstLostPacket(of: [], offset: 0, crc: 0) == nil)
+        // A shorter last packet (an object's end): losing it alone is one run too.
+        let uneven = DFUPlanning.packets(in: 4096..<4290, packetSize: 20)
+        let (unevenOffset, unevenCRC) = Self.report(image, uneven, lost: 9..<10)
+        #expect(prefix.firstLostPacket(of: uneven, offset: unevenOffset, crc: unevenCRC) == 9)
+    }
+
     // secure-dfu-anchors.md 3.3, one row per line of the table (plus offset beyond the packet).
     static let initPacket = testBytes(141, seed: 9)
     static let initRows: [(String, UInt32, UInt32, InitResumeDecision)] = [

@@ -158,6 +158,44 @@ func play(
         #expect(machine.bytesResent == 8192)
     }
 
+    /// One checksum per object, remembering where the engine located each loss (``PacingPolicy/lossLocated(atPacket:)``).
+    struct LocatingPacing: PacingPolicy {
+        var located: [Int] = []
+        mutating func nextBurst(packetsLeftInObject: Int) -> PacingBurst {
+            PacingBurst(packets: packetsLeftInObject, checkpoint: .checksum)
+        }
+        mutating func slowDown() {}
+        mutating func lossLocated(atPacket index: Int) { located.append(index) }
+        var packetReceiptInterval: UInt16 { 0 }
+        var description: String { "locating" }
+    }
+
+    /// The engine finds where packets were lost from the device's offset and CRC: a mismatch (the device appended the
+    /// packets after the lost ones) and a shortfall (a true prefix) both name the first lost packet of the object.
+    @Test func lossesAreLocatedForThePacing() {
+        var machine = SecureDFUStateMachine(part: part, configuration: SecureDFUConfiguration(pacing: LocatingPacing()))
+        play(
+            &machine,
+            throughInit + [
+                (Device.ok(.create), [.packets(0..<4096, count: 17)]),
+                (.packetsSent, [.request(.calculateChecksum)]),
+            ])
+        // Packets 12 and 13 (bytes 2928..<3416) dropped by a full flash queue: the device holds 3608 bytes, the rest
+        // shifted down.
+        let kept = Array(part.image[0..<2928]) + Array(part.image[3416..<4096])
+        _ = machine.handle(Device.checksum(kept.count, CRC32.checksum(kept[...])))
+        #expect((machine.configuration.pacing as? LocatingPacing)?.located == [12])
+        play(
+            &machine,
+            [
+                (Device.ok(.create), [.packets(0..<4096, count: 17)]),
+                (.packetsSent, [.request(.calculateChecksum)]),
+            ])
+        // A true prefix of 10 packets: the 11th (index 10) was the first lost.
+        _ = machine.handle(Device.checksum(2440, CRC32.checksum(part.image[0..<2440])))
+        #expect((machine.configuration.pacing as? LocatingPacing)?.located == [12, 10])
+    }
+
     /// CRC mismatches without progress: the first object is created again at once, every later try after a wait
     /// that doubles (50 ms, 100 ms, …: issue 18 point 1, a device that is merely erasing gets time); after three
     /// failures in a row the pacing slows down (a smaller PRN interval, sent with Set PRN). Six tries do not give up:
