@@ -93,9 +93,21 @@ extension SecureDFUStateMachine {
         let timerAction = armTimer(min(configuration.checkpointTimeout, limit))
         if let early = earlyReport {
             earlyReport = nil
-            return checkpoint(offset: early.offset, crc: early.crc)
+            return receipt(offset: early.offset, crc: early.crc)
         }
         return [timerAction]
+    }
+
+    /// A Packet Receipt Notification. SDK 15-17 send one for every PRN-th handled write, also for a write that a
+    /// full flash queue dropped, and then its payload is the zero-initialised response (offset 0, CRC 0;
+    /// `on_data_obj_write_request`, nrf_dfu_req_handler.c): not where the device is. Past the first object that
+    /// cannot be a true report, so ask with Calculate Checksum (the answer is the real offset: usually a shortfall
+    /// continued in place) instead of creating the object again.
+    mutating func receipt(offset: Int, crc: UInt32) -> [DFUAction] {
+        if offset == 0, crc == 0, objects[objectIndex].lowerBound > 0 {
+            return request(.calculateChecksum, .checksumData)
+        }
+        return checkpoint(offset: offset, crc: crc)
     }
 
     /// Every checkpoint checks offset and CRC against what was sent.

@@ -222,9 +222,12 @@ public struct SecureDFUStateMachine: Sendable {
                 return [armTimer(delay)]
             }
             return streamNext()
-        case .checksumData, .waitingReceipt:
+        case .checksumData:
             guard let report = try? response.checksumPayload() else { return violation("short checksum response") }
             return checkpoint(offset: Int(report.offset), crc: report.crc)
+        case .waitingReceipt:
+            guard let report = try? response.checksumPayload() else { return violation("short checksum response") }
+            return receipt(offset: Int(report.offset), crc: report.crc)
         case .executeData: return dataObjectExecuted()
         case .idle, .sendingInit, .sendingData, .pause, .retryWait, .finished, .failed:
             return violation("unexpected \(response)")

@@ -135,6 +135,33 @@ func play(
         #expect(machine.retries == 0)
     }
 
+    /// SDK 15-17 send the receipt for a write that a full flash queue dropped with the zero-initialised response
+    /// (offset 0, CRC 0). Past the first object that is not where the device is: ask, and continue in place.
+    @Test func aZeroReceiptPastTheFirstObjectAsksWhereTheDeviceIs() {
+        var machine = SecureDFUStateMachine(
+            part: part, configuration: SecureDFUConfiguration(pacing: ReceiptPacing(interval: 17)))
+        var rows = throughInit
+        rows[6] = (Device.ok(.execute), [.request(.setPRN(17))])
+        play(
+            &machine,
+            rows + [
+                (Device.ok(.create), [.packets(0..<4096, count: 17)]),
+                (.packetsSent, []),
+                (Device.checksum(4096, crc(4096)), [.request(.execute)]),
+                (Device.ok(.execute), [.executed(0), .request(.create(type: .data, size: 4096))]),
+                (Device.ok(.create), [.packets(4096..<8192, count: 17)]),
+                (.packetsSent, []),
+                // 60 03 01 | 00000000 | 00000000: the receipt of the 17th write, dropped by a full flash queue.
+                (Device.checksum(0, 0), [.request(.calculateChecksum)]),
+                // The device holds 16 packets of the object: a shortfall; the PRN counter is reloaded, the last
+                // packet sent again.
+                (Device.checksum(8000, crc(8000)), [.request(.setPRN(17))]),
+                (Device.ok(.setPRN), [.packets(8000..<8192, count: 1)]),
+            ])
+        #expect(machine.retries == 1)
+        #expect(machine.bytesResent == 192)
+    }
+
     @Test func crcMismatchRecreatesTheObject() {
         var machine = SecureDFUStateMachine(part: part, configuration: SecureDFUConfiguration(pacing: ObjectPacing()))
         play(

@@ -439,8 +439,12 @@ CONF
 	SIM=$!
 	wait_for 20 grep -q "$APP advertising" $S/simulate.log || { fail "bluetoothd: the simulator did not advertise beside bluetoothd"; show $S/simulate.log; }
 	TF=$(up)
-	timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal > $S/flash.txt 2>&1
+	# The HCI traffic of the flash (bluetoothd's commands on hci0 included) and its steps, for a failure's reading.
+	btmon -w "$OUT/bluetoothd.btsnoop" > /dev/null 2>&1 &
+	MON=$!
+	timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal -v > $S/flash.txt 2>&1
 	RC=$?
+	stop_pid $MON
 	if [ $RC = 0 ] && bledfu simulate status --status-dir $S/device/status | grep -q "app v2"; then
 		pass "bluetoothd: with bluetoothd running (default configuration) bledfu flashed the bracelet through hci0 in $(since "$TF") s"
 	else
