@@ -161,6 +161,12 @@ public enum ExitCodeRegistry {
             48, "device-mismatch",
             "the device would refuse the package (another hardware version, a downgrade): checked before the jump, nothing sent, the device still runs its application",
             ["DFUError.device-mismatch"], retry: .cannotHelp),
+        // 49: bledfu's own watchdog (`--stall-timeout`): no event for that long; the last thing that happened is
+        // named. Never the device's fault alone (that is 42 or 43), so a retry may help.
+        ExitCodeEntry(
+            49, "stalled",
+            "nothing happened for `--stall-timeout` seconds (no progress, step or retry): bledfu's watchdog ended the update; the upload is resumable",
+            ["DFUError.stalled"]),
         ExitCodeEntry(
             50, "batch-devices-failed", "`batch`: at least one device failed (docs/batch.md)", ["BenchError.devices-failed"],
             scope: .batch),

@@ -34,6 +34,8 @@ struct FlashSettings: Sendable {
     var scanTimeout: Double = 10
     var rebootDelay: Double = 0.5
     var reconnectAttempts = 5
+    /// `--stall-timeout`: seconds without an event before the updater's watchdog ends the update (0: off).
+    var stallTimeout: Double = 120
     var target: Target
     var addressType: AddressType = .random
     var security: UInt8?
@@ -97,10 +99,12 @@ struct FlashSettings: Sendable {
             scope: scope, verificationKeys: keys, pacing: pacing, responseTimeout: Self.duration(timeout),
             bootloaderName: bootloaderName, abortOnCancel: abortOnCancel, rebootDelay: Self.duration(rebootDelay),
             settings: settings)
-        return UpdateRequest(
+        var request = UpdateRequest(
             package: package, target: peer, family: family == "auto" ? nil : DFUFamilyID(family), options: options,
             reconnect: ReconnectPolicy(attempts: reconnectAttempts), scanTimeout: Self.duration(scanTimeout),
             connectTimeout: Self.duration(timeout), securityLevel: security)
+        request.stallLimit = stallTimeout > 0 ? Self.duration(stallTimeout) : nil
+        return request
     }
 }
 

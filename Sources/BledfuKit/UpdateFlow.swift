@@ -13,6 +13,8 @@ actor UpdateFlow {
     nonisolated let stop = StopSignal()
     nonisolated let meter: ProgressMeter
     private nonisolated let continuation: AsyncStream<UpdateEvent>.Continuation
+    /// The watchdog every event feeds (nil: none).
+    nonisolated let activity: StallGuard?
     /// Between the first connection and the end of the last part: a stop then waits for a safe point.
     private nonisolated let underWay = Mutex(false)
     /// The device's address as given (or found by name): the journal's key.
@@ -20,14 +22,21 @@ actor UpdateFlow {
     /// The application's address: where the device is after an update or a system part.
     var applicationPeer: PeerAddress?
 
-    init(updater: Updater, request: UpdateRequest, events: AsyncStream<UpdateEvent>.Continuation) {
+    init(
+        updater: Updater, request: UpdateRequest, events: AsyncStream<UpdateEvent>.Continuation,
+        activity: StallGuard? = nil
+    ) {
         self.updater = updater
         self.request = request
         self.continuation = events
+        self.activity = activity
         self.meter = ProgressMeter(clock: updater.clock)
     }
 
-    nonisolated func emit(_ event: UpdateEvent) { continuation.yield(event) }
+    nonisolated func emit(_ event: UpdateEvent) {
+        activity?.touch(event)
+        continuation.yield(event)
+    }
 
     var clock: UpdateClock { updater.clock }
     var logger: Logger { updater.logger }
@@ -36,7 +45,10 @@ actor UpdateFlow {
     nonisolated var context: UpdateContext {
         UpdateContext(
             clock: updater.clock, options: request.options, stop: stop, logger: updater.logger,
-            emit: { [continuation] event in continuation.yield(event) },
+            emit: { [continuation, activity] event in
+                activity?.touch(event)
+                continuation.yield(event)
+            },
             connect: { [weak self] location throws(DFUError) in
                 guard let self else { throw DFUError(.cancelled, "the update ended") }
                 return try await self.findAndConnect(location, notFound: .notFound).link

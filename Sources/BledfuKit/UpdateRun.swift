@@ -1,3 +1,4 @@
+import Logging
 import DFUCore
 
 /// One update under way: an `AsyncSequence` of its events (Nordic's progress delegate, as a stream), its result,
@@ -13,19 +14,46 @@ public final class UpdateRun: AsyncSequence, Sendable {
     public let events: AsyncStream<UpdateEvent>
     private let task: Task<Result<UpdateResult, DFUError>, Never>
     private let flow: UpdateFlow
+    private let verdict = UpdateVerdict()
 
     init(updater: Updater, request: UpdateRequest) {
         let (events, continuation) = AsyncStream.makeStream(of: UpdateEvent.self)
         self.events = events
-        let flow = UpdateFlow(updater: updater, request: request, events: continuation)
+        let activity = request.stallLimit.map { StallGuard(limit: $0, clock: updater.watchdogClock) }
+        let flow = UpdateFlow(updater: updater, request: request, events: continuation, activity: activity)
         self.flow = flow
-        task = Task {
+        let task = Task { () -> Result<UpdateResult, DFUError> in
             defer { continuation.finish() }
             do throws(DFUError) {
                 return .success(try await flow.run())
             } catch {
                 return .failure(error)
             }
+        }
+        self.task = task
+        let verdict = verdict
+        let watchdog = activity.map { activity in
+            Task {
+                guard let last = await activity.waitForStall() else { return }
+                // Stalled: cancel the flow (every wait it could be in ends on cancellation, a lost wake-up too),
+                // give it a moment to close its link, and end the run whether or not it did.
+                updater.logger.error(
+                    "update stalled", metadata: ["last": "\(last)", "reactor": "\(StallGuard.reactorState)"])
+                task.cancel()
+                let stalled = activity.error(lastEvent: last)
+                try? await activity.clock.sleep(for: StallGuard.grace, tolerance: nil)
+                verdict.settle(.failure(stalled))
+                continuation.finish()
+            }
+        }
+        Task {
+            var result = await task.value
+            watchdog?.cancel()
+            // A flow that failed after the watchdog cancelled it ended stalled (whatever the cancellation made of it).
+            if case .failure = result, let activity, activity.fired {
+                result = .failure(activity.error(lastEvent: activity.lastEvent))
+            }
+            verdict.settle(result)
         }
     }
 
@@ -41,7 +69,7 @@ public final class UpdateRun: AsyncSequence, Sendable {
 
     /// Waits for the end of the update.
     public func result() async throws(DFUError) -> UpdateResult {
-        try await task.value.get()
+        try await verdict.value.get()
     }
 
     /// Stops at the next safe point (Secure DFU: once the object being sent is executed and journaled); the run

@@ -19,6 +19,8 @@ public struct Updater: Sendable {
     public let adapter: any BLEAdapter
     public let families: [any DFUFamily]
     let clock: UpdateClock
+    /// The stall watchdog's clock (real time unless a test moves it).
+    let watchdogClock: any Clock<Duration>
     let journalStore: any UpdateJournalStore
     let logger: Logger
     let bearerWrapper: BearerWrapper?
@@ -32,11 +34,15 @@ public struct Updater: Sendable {
     ///   - clock: every wait of the update (backoff, reboot delays, deadlines, timeouts) is on it.
     ///   - journal: where journals are kept (``JournalFileStore`` for a program that may be stopped and run again).
     ///   - wrapBearer: called on every new bearer (the CLI's `--capture` and `--verbose`).
+    ///   - watchdogClock: the clock of the stall watchdog (``UpdateRequest/stallLimit``): real time, as a hang is;
+    ///     a test moves it by hand.
     public init(
         adapter: any BLEAdapter, families: [any DFUFamily] = DefaultFamilies.all,
         clock: some Clock<Duration> = ContinuousClock(), journal: any UpdateJournalStore = InMemoryUpdateJournalStore(),
-        logger: Logger = Logger(label: "bledfu.updater"), wrapBearer: BearerWrapper? = nil
+        logger: Logger = Logger(label: "bledfu.updater"), wrapBearer: BearerWrapper? = nil,
+        watchdogClock: any Clock<Duration> = ContinuousClock()
     ) {
+        self.watchdogClock = watchdogClock
         self.adapter = adapter
         self.families = families
         self.clock = UpdateClock(clock)
@@ -83,6 +89,12 @@ public struct UpdateRequest: Sendable {
     public var connectTimeout: Duration
     /// BT_SECURITY level of the links (1 low … 4 FIPS), nil for the adapter's default.
     public var securityLevel: UInt8?
+    /// The updater's own watchdog: an update that emits no event for this long (no progress, no step, no retry)
+    /// ends with ``DFUError/Code/stalled`` whatever it waits on, so nothing waits forever. Nil: no watchdog. The
+    /// default is above the longest silent step (a reconnect's search, a connection's timeout, a checkpoint's).
+    public var stallLimit: Duration? = UpdateRequest.defaultStallLimit
+
+    public static let defaultStallLimit: Duration = .seconds(120)
 
     public init(
         package: PackageSource, target: UpdateTarget, family: DFUFamilyID? = nil, options: UpdateOptions = UpdateOptions(),

@@ -58,6 +58,9 @@ public struct DFUError: CodedError, Sendable {
         public static let deviceMismatch = Code("device-mismatch")
         /// A bearer wrapper could not start (the CLI's `--capture` file cannot be created or written).
         public static let capture = Code("capture")
+        /// Nothing happened for the request's stall limit (no event: no progress, no step, no retry): the updater's
+        /// own watchdog ended the update (a hang in the host, the adapter or the kernel). Resumable.
+        public static let stalled = Code("stalled")
 
         public var description: String { rawValue }
 

@@ -71,7 +71,7 @@ import Testing
         let expected: [(DFUError.Code, Int32)] = [
             (.remoteRefusal, 40), (.alreadyPresent, 40), (.verificationFailed, 41), (.timeout, 42), (.linkLost, 43),
             (.transport, 43), (.unconfirmed, 43), (.notFound, 44), (.noUpdateService, 45), (.protocolViolation, 46),
-            (.incompatiblePackage, 46), (.reverted, 47), (.deviceMismatch, 48), (.unknownFamily, 64), (.stopped, 130),
+            (.incompatiblePackage, 46), (.reverted, 47), (.deviceMismatch, 48), (.stalled, 49), (.unknownFamily, 64), (.stopped, 130),
             (.cancelled, 130),
             (DFUError.Code("a-family-specific-code"), 1),
         ]

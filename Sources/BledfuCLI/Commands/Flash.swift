@@ -83,6 +83,13 @@ struct FlashOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Connection attempts per lost link (backoff 0.5, 1, 2, 4, 8 s); 0 never reconnects.", valueName: "n"))
     var reconnectAttempts = 5
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds without any progress, step or retry after which bledfu's watchdog ends the update (exit 49, resumable); 0 turns it off.",
+            valueName: "seconds"))
+    var stallTimeout: Double = 120
+
     func validate() throws {
         // --mode and --confirm are checked by the package's family (its plan), before anything connects.
         guard !mode.isEmpty else { throw ValidationError("--mode must not be empty") }
@@ -93,6 +100,9 @@ struct FlashOptions: ParsableArguments {
         guard scanTimeout > 0, scanTimeout <= 600 else { throw ValidationError("--scan-timeout must be between 0 and 600 s") }
         guard rebootDelay >= 0, rebootDelay <= 60 else { throw ValidationError("--reboot-delay must be between 0 and 60 s") }
         guard (0...100).contains(reconnectAttempts) else { throw ValidationError("--reconnect-attempts must be 0 to 100") }
+        guard stallTimeout == 0 || (30...3600).contains(stallTimeout) else {
+            throw ValidationError("--stall-timeout must be 0 (off) or between 30 and 3600 s")
+        }
         guard !family.isEmpty else { throw ValidationError("--family must name a family or be auto") }
         for item in setting where !item.contains("=") || item.hasPrefix("=") {
             throw ValidationError("--setting '\(item)': expected KEY=VALUE")
@@ -128,7 +138,7 @@ struct FlashOptions: ParsableArguments {
         return FlashSettings(
             packagePath: package, keyPaths: keys.isEmpty ? ConfigDefaults.currentOrNone.keys : keys, pacing: mode, scope: scope, family: family, stateDirectory: stateDirectory,
             abortOnCancel: abortOnCancel, bootloaderName: name, scanTimeout: scanTimeout, rebootDelay: rebootDelay,
-            reconnectAttempts: reconnectAttempts, target: target, addressType: addressType, security: security,
+            reconnectAttempts: reconnectAttempts, stallTimeout: stallTimeout, target: target, addressType: addressType, security: security,
             adapter: global.adapter, json: global.json, verbose: global.tracesATT, detail: global.detail, timeout: global.timeout,
             capture: global.capture, settings: familySettings)
     }

@@ -1,0 +1,80 @@
+import BLECore
+import DFUCore
+import TestDoubles
+import Testing
+
+@testable import BledfuKit
+
+/// The updater's own watchdog (issue 21 point 5): an update that waits on something that never answers, and does
+/// not even end when cancelled (a lost wake-up), still ends: with ``DFUError/Code/stalled``, naming the last step.
+@Suite(.timeLimit(.minutes(2))) struct StallWatchdogTests {
+    /// An adapter whose connect never returns, cancelled or not.
+    struct HangingAdapter: BLEAdapter {
+        let ignoresCancellation: Bool
+        var name: String { "hanging" }
+        func scan(filter: ScanFilter, duration: Duration) -> AsyncThrowingStream<Advertisement, any Error> {
+            AsyncThrowingStream { $0.finish() }
+        }
+        func connect(to peer: PeerAddress, options: ConnectOptions) async throws(AdapterError) -> any ATTBearer {
+            if ignoresCancellation {
+                await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }  // never resumed
+            } else {
+                try? await Task.sleep(for: .seconds(3600))
+            }
+            throw AdapterError(.connectionTimeout, "cancelled")
+        }
+    }
+
+    static func run(ignoringCancellation: Bool) async throws -> (DFUError?, [UpdateEvent]) {
+        let watchdog = ManualClock()
+        let updater = Updater(
+            adapter: HangingAdapter(ignoresCancellation: ignoringCancellation), clock: ManualClock(),
+            watchdogClock: watchdog)
+        var request = KitFixture.request(try KitFixture.package())
+        request.stallLimit = .seconds(120)
+        let run = updater.start(request)
+        // The watchdog sleeps its limit; nothing happens after "connecting": the limit passes.
+        await watchdog.waitForSleepers(1)
+        watchdog.advance(by: .seconds(120))
+        if ignoringCancellation {
+            // The flow did not end when cancelled: the run ends after the grace anyway.
+            await watchdog.waitForSleepers(1)
+            watchdog.advance(by: StallGuard.grace)
+        }
+        var events: [UpdateEvent] = []
+        for await event in run { events.append(event) }
+        do {
+            _ = try await run.result()
+            return (nil, events)
+        } catch {
+            return (error, events)
+        }
+    }
+
+    @Test func aFlowThatNeverAnswersEndsStalledNamingItsLastStep() async throws {
+        let (error, events) = try await Self.run(ignoringCancellation: true)
+        #expect(error?.code == .stalled)
+        #expect(error?.message.contains("nothing happened for 120 s") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("connecting") == true, "\(String(describing: error))")
+        #expect(events.contains(.connecting(address: KitFixture.address.description)))
+    }
+
+    @Test func aCancelledFlowEndsStalledNotCancelled() async throws {
+        let (error, _) = try await Self.run(ignoringCancellation: false)
+        #expect(error?.code == .stalled)
+    }
+
+    @Test func eventsKeepTheWatchdogQuiet() async throws {
+        let watchdog = StallGuard(limit: .seconds(120), clock: ManualClock())
+        let clock = watchdog.clock as? ManualClock
+        let waiting = Task { await watchdog.waitForStall() }
+        await clock?.waitForSleepers(1)
+        watchdog.touch(.connecting(address: "A"))
+        clock?.advance(by: .seconds(120))  // an event came in that time: it sleeps again
+        await clock?.waitForSleepers(1)
+        #expect(!watchdog.fired)
+        clock?.advance(by: .seconds(120))
+        #expect(await waiting.value?.contains("connecting") == true)
+        #expect(watchdog.fired)
+    }
+}
