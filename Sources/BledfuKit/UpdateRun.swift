@@ -37,7 +37,7 @@ public final class UpdateRun: AsyncSequence, Sendable {
                 guard let last = await activity.waitForStall() else { return }
                 // Stalled: cancel the flow (every wait it could be in ends on cancellation, a lost wake-up too),
                 // give it a moment to close its link, and end the run whether or not it did.
-                updater.logger.error(
+                updater.logger.debug(
                     "update stalled", metadata: ["last": "\(last)", "reactor": "\(StallGuard.reactorState)"])
                 task.cancel()
                 let stalled = activity.error(lastEvent: last)

@@ -131,6 +131,9 @@ public struct HCIScanner: Sendable {
                 try await fd.waitWritable(timeout: ContinuousClock.now.duration(to: deadline))
             }
             while true {
+                // Other events (advertising reports of a scan still on) keep the socket readable: the deadline is
+                // checked here, not only by the wait.
+                guard ContinuousClock.now < deadline else { throw Errno.timedOut }
                 try await fd.waitReadable(timeout: ContinuousClock.now.duration(to: deadline))
                 guard case .processed(let packet) = try fd.receive(maximumCount: 260) else { continue }
                 switch try? HCIEvent.decode(packet) {

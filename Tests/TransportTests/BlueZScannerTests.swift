@@ -105,6 +105,28 @@ import Glibc
     }
 }
 
+extension BlueZScannerTests {
+    /// A controller that does not answer Set Scan Parameters while advertising reports keep the socket readable
+    /// (another program's scan): the command ends at its deadline. It used to read on as long as events came.
+    @Test func aCommandUnansweredWhileReportsFlowEndsAtItsDeadline() async {
+        var script: [SyscallMock.Step] = [
+            .returns("socket", Self.fd), .returns("bind", 0), .returns("setsockopt", 0), .returns("send", 11),
+        ]
+        script += Array(repeating: .bytes("recv", BlueZHCICodecTests.extendedReport), count: 200_000)
+        let mock = SyscallMock(script: script + [.returns("close", 0)])
+        let error = await mock.run { () async -> AdapterError? in
+            do throws(AdapterError) {
+                try await HCIScanner(adapter: Self.adapter, commandTimeout: .milliseconds(50))
+                    .run(filter: ScanFilter(), duration: .seconds(30)) { _ in }
+                return nil
+            } catch { return error }
+        }
+        #expect(error?.reason == "hci0 did not answer HCI command 0x200b in 0.05 seconds", "\(String(describing: error))")
+        // It stopped reading at the deadline, long before the reports ran out.
+        #expect(mock.remainingSteps.count > 1000)
+    }
+}
+
 /// Collects reports from the scanner's synchronous callback.
 private final class ReportBox: @unchecked Sendable {
     var items: [Advertisement] = []

@@ -265,7 +265,7 @@ scenario_smp() {
 		fail "smp: scan did not show $SMP_APP as smp"; show $S/scan.txt
 	fi
 	TF=$(up)
-	timeout 150 bledfu flash $FW/samples/smp-sensor-app-v2.bin --adapter hci0 --device "$SMP_APP" \
+	BLEDFU_LOG=debug timeout 150 bledfu flash $FW/samples/smp-sensor-app-v2.bin --adapter hci0 --device "$SMP_APP" \
 		--key $FW/keys/mcuboot-test-key-DO-NOT-USE.pub.pem --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
 	if [ $RC = 0 ] && grep -q "2.0.0, active, confirmed" $S/flash.txt; then
@@ -442,7 +442,7 @@ CONF
 	# The HCI traffic of the flash (bluetoothd's commands on hci0 included) and its steps, for a failure's reading.
 	btmon -w "$OUT/bluetoothd.btsnoop" > /dev/null 2>&1 &
 	MON=$!
-	timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal -v > $S/flash.txt 2>&1
+	BLEDFU_LOG=debug timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal -v > $S/flash.txt 2>&1
 	RC=$?
 	stop_pid $MON
 	if [ $RC = 0 ] && bledfu simulate status --status-dir $S/device/status | grep -q "app v2"; then
