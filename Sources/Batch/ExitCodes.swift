@@ -54,6 +54,7 @@ public enum FlashExit {
     public static let noDFUService = ExitCodeRegistry.code("no-dfu-service")
     public static let protocolError = ExitCodeRegistry.code("protocol-error")
     public static let reverted = ExitCodeRegistry.code("reverted")
+    public static let stalled = ExitCodeRegistry.code("stalled")
 
     /// The codes `flash` and `resume` end with.
     public static let codes: [Int32] = ExitCodeRegistry.entries.filter { $0.scope.contains(.update) }.map(\.code)

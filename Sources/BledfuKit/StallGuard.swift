@@ -9,33 +9,37 @@ import Synchronization
 /// and an exit code instead of a process that never returns.
 final class StallGuard: Sendable {
     let limit: Duration
-    let clock: any Clock<Duration>
-    /// Events so far, and the last one.
-    private let last = Mutex((count: 0, event: "starting"))
+    /// The watchdog's clock: real time in a program (a hang is in real time; the updater's own clock may be a
+    /// test's manual one).
+    let clock: UpdateClock
+    /// Events so far, when the last one came, and what it was.
+    private let last: Mutex<(count: Int, at: UpdateClock.Instant, event: String)>
     private let stalled = Mutex(false)
     /// How long a stalled flow gets to end after it was cancelled (to close its link) before the run ends anyway.
     static let grace: Duration = .seconds(5)
 
-    /// `clock`: real time in a program (a hang is in real time; the updater's own clock may be a test's manual one).
     init(limit: Duration, clock: any Clock<Duration>) {
         self.limit = limit
+        let clock = UpdateClock(clock)
         self.clock = clock
+        last = Mutex((0, clock.now, "starting"))
     }
 
     /// Something happened.
     func touch(_ event: UpdateEvent) {
         let text = String(describing: event)
         let short = text.count > 120 ? String(text.prefix(117)) + "..." : text
-        last.withLock { $0 = ($0.count + 1, short) }
+        let now = clock.now
+        last.withLock { $0 = ($0.count + 1, now, short) }
     }
 
-    /// Returns, with the last thing that happened, once `limit` passed without an event; nil when cancelled (the
-    /// update ended).
+    /// Returns, with the last thing that happened, once `limit` passed since it without another event; nil when
+    /// cancelled (the update ended).
     func waitForStall() async -> String? {
         while true {
-            let (count, event) = last.withLock { $0 }
+            let (count, at, event) = last.withLock { $0 }
             do {
-                try await clock.sleep(for: limit, tolerance: nil)
+                try await clock.sleep(until: at.advanced(by: limit), tolerance: nil)
             } catch {
                 return nil
             }

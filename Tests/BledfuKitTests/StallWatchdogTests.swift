@@ -65,15 +65,16 @@ import Testing
     }
 
     @Test func eventsKeepTheWatchdogQuiet() async throws {
-        let watchdog = StallGuard(limit: .seconds(120), clock: ManualClock())
-        let clock = watchdog.clock as? ManualClock
+        let clock = ManualClock()
+        let watchdog = StallGuard(limit: .seconds(120), clock: clock)
         let waiting = Task { await watchdog.waitForStall() }
-        await clock?.waitForSleepers(1)
-        watchdog.touch(.connecting(address: "A"))
-        clock?.advance(by: .seconds(120))  // an event came in that time: it sleeps again
-        await clock?.waitForSleepers(1)
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(100))
+        watchdog.touch(.connecting(address: "A"))  // at 100 s: quiet until 220 s
+        clock.advance(by: .seconds(20))  // 120 s since the start, 20 s since the event
+        await clock.waitForSleepers(1)
         #expect(!watchdog.fired)
-        clock?.advance(by: .seconds(120))
+        clock.advance(by: .seconds(100))  // 220 s: 120 s since the event
         #expect(await waiting.value?.contains("connecting") == true)
         #expect(watchdog.fired)
     }

@@ -185,7 +185,7 @@ import Testing
         46: .elsewhere(file: "LegacyCLITests.swift", test: "securePackageOnALegacyDevice", check: "status == 46"),
         47: .mapped(why: "an SMP image that reverts after the reset (MCUmgrTests.SMPEndToEndTests)", error: "DFUError.reverted"),
         48: .elsewhere(file: "NeverStrandCLITests.swift", test: "anotherHardwareVersionIsRefusedBeforeTheJump", check: "status == 48"),
-        49: .mapped(why: "a hang outlasting --stall-timeout (30 s at least) is BledfuKitTests.StallWatchdogTests', on a test clock", error: "DFUError.stalled"),
+        49: .elsewhere(file: "FlashResilienceTests.swift", test: "theWatchdogEndsAStalledFlashIn49", check: "FlashExit.stalled"),
         50: .elsewhere(file: "BatchCLITests.swift", test: "sixteenDevicesInOneBatch", check: "status == 50"),
         51: .elsewhere(file: "BatchCLITests.swift", test: "aBadPlanIsRejectedWithItsLine", check: "status == 51"),
         // A device without DFU fails (45) and the plan stops the line after one failure.

@@ -134,6 +134,31 @@ import Testing
         #expect(result.stderr.contains("no answer") || result.stderr.contains("stopped answering"), "\(result.stderr)")
     }
 
+    /// A device that stops answering while every timeout of the flow is longer than the watchdog (`--timeout 90`):
+    /// bledfu's own watchdog ends it after `--stall-timeout 30` with exit 49, one line naming the last step, within
+    /// the limit and its 5 s grace (it fired up to twice the limit late before it slept until the last event's
+    /// time plus the limit).
+    @Test func theWatchdogEndsAStalledFlashIn49() async throws {
+        let directory = try FlashFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (package, _) = try await FlashFixture.applicationPackage(in: directory, size: 24_000)
+        let simulator = try await FlashSimulator(
+            directory: directory, speedup: 1000, extraArguments: ["--fault", "stall-at=execute"])
+        defer { simulator.stop() }
+        let started = ContinuousClock.now
+        let result = try await CLIRunner.run(
+            [
+                "flash", package, "--adapter", "virtual:\(simulator.radio)", "--device", FlashFixture.device,
+                "--state-dir", directory.appendingPathComponent("state").path, "--timeout", "90",
+                "--stall-timeout", "30",
+            ], timeout: 80)
+        let took = started.duration(to: .now)
+        #expect(result.status == FlashExit.stalled, "stderr: \(result.stderr)")
+        #expect(result.errorLines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("nothing happened for 30 s (last: uploading"), "\(result.stderr)")
+        #expect(took < .seconds(60), "\(took)")
+    }
+
     /// `--name`: the device is found by its advertised name (prefix), jumps, and is updated.
     @Test func flashByName() async throws {
         let directory = try FlashFixture.temporaryDirectory()

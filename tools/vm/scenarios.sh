@@ -223,7 +223,7 @@ scenario_legacy() {
 		return
 	fi
 	TF=$(up)
-	timeout 150 bledfu flash $FW/samples/sdk11-nrf51-app-v2.zip --adapter hci0 --device "$LAPP" --state-dir $S/journal > $S/flash.txt 2>&1
+	BLEDFU_LOG=debug timeout 150 bledfu flash $FW/samples/sdk11-nrf51-app-v2.zip --adapter hci0 --device "$LAPP" --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
 	if [ $RC = 0 ] && grep -q "is a Legacy DFU device running its application" $S/flash.txt && grep -q "is a Legacy DFU device ready for the update" $S/flash.txt; then
 		pass "legacy: sdk11-nrf51-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s (detected from DFU Version 0.1, legacy buttonless jump, SDK 11 bootloader; $(grep -m1 '^Done:' $S/flash.txt | tr -s ' '))"
