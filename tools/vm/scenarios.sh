@@ -28,6 +28,29 @@ wait_for() {
 }
 stop_pid() { [ -n "$1" ] && kill "$1" 2>/dev/null && { wait "$1" 2>/dev/null; true; }; }
 show() { echo "---- $1 ----"; tail -n "${2:-40}" "$1" 2>/dev/null; }
+# bounded SECONDS COMMAND...: runs COMMAND (output as the caller redirects it) for at most SECONDS, like `timeout`,
+# but a command still running then is a hang to read: its threads' kernel state (run state, wait channel, the
+# syscall each sits in) and, when the guest has gdb (VM_GDB=1), every thread's stack go to its standard error
+# before it is killed. Returns 124 for a hang, else the command's status.
+bounded() {
+	limit=$1; shift
+	"$@" &
+	bpid=$!
+	n=$((limit * 5))
+	while [ $n -gt 0 ] && kill -0 $bpid 2>/dev/null; do sleep 0.2; n=$((n - 1)); done
+	kill -0 $bpid 2>/dev/null || { wait $bpid; return; }
+	echo "VMTEST HANG: still running after $limit s: $*" >&2
+	for t in /proc/$bpid/task/*; do
+		echo "VMTEST HANG: thread $(basename "$t") $(cat "$t/comm" 2>/dev/null): state $(cut -d' ' -f3 "$t/stat" 2>/dev/null), wchan $(cat "$t/wchan" 2>/dev/null), syscall $(cat "$t/syscall" 2>/dev/null)" >&2
+	done
+	if command -v gdb > /dev/null; then
+		timeout 120 gdb -p $bpid -batch -nx -ex "set pagination off" -ex "thread apply all bt 40" \
+			-ex "call (void)bledfu_reactor_dump()" 2>&1 | grep -v "^\[New LWP" >&2
+	fi
+	kill -9 $bpid 2>/dev/null
+	wait $bpid 2>/dev/null
+	return 124
+}
 links_closed() { [ "$(grep -c ' connected$' "$1")" = "$(grep -c ' disconnected$' "$1")" ]; }
 data_offset() { grep -o '"data_offset" : [0-9]*' "$1" 2>/dev/null | awk '{print $3}'; }
 
@@ -70,7 +93,7 @@ scenario_flash() {
 		fail "scan: $APP not found"; show $S/scan.txt
 	fi
 	TF=$(up)
-	BLEDFU_LOG=debug timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal > $S/flash.txt 2>&1
+	bounded 150 env BLEDFU_LOG=debug bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
 	STEPS="$STEPS, flash $(since "$TF") s"
 	if [ $RC = 0 ]; then
@@ -223,7 +246,7 @@ scenario_legacy() {
 		return
 	fi
 	TF=$(up)
-	BLEDFU_LOG=debug timeout 150 bledfu flash $FW/samples/sdk11-nrf51-app-v2.zip --adapter hci0 --device "$LAPP" --state-dir $S/journal > $S/flash.txt 2>&1
+	bounded 150 env BLEDFU_LOG=debug bledfu flash $FW/samples/sdk11-nrf51-app-v2.zip --adapter hci0 --device "$LAPP" --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
 	if [ $RC = 0 ] && grep -q "is a Legacy DFU device running its application" $S/flash.txt && grep -q "is a Legacy DFU device ready for the update" $S/flash.txt; then
 		pass "legacy: sdk11-nrf51-app-v2.zip flashed over the kernel's L2CAP in $(since "$TF") s (detected from DFU Version 0.1, legacy buttonless jump, SDK 11 bootloader; $(grep -m1 '^Done:' $S/flash.txt | tr -s ' '))"
@@ -265,7 +288,7 @@ scenario_smp() {
 		fail "smp: scan did not show $SMP_APP as smp"; show $S/scan.txt
 	fi
 	TF=$(up)
-	BLEDFU_LOG=debug timeout 150 bledfu flash $FW/samples/smp-sensor-app-v2.bin --adapter hci0 --device "$SMP_APP" \
+	bounded 150 env BLEDFU_LOG=debug bledfu flash $FW/samples/smp-sensor-app-v2.bin --adapter hci0 --device "$SMP_APP" \
 		--key $FW/keys/mcuboot-test-key-DO-NOT-USE.pub.pem --state-dir $S/journal > $S/flash.txt 2>&1
 	RC=$?
 	if [ $RC = 0 ] && grep -q "2.0.0, active, confirmed" $S/flash.txt; then
@@ -442,7 +465,7 @@ CONF
 	# The HCI traffic of the flash (bluetoothd's commands on hci0 included) and its steps, for a failure's reading.
 	btmon -w "$OUT/bluetoothd.btsnoop" > /dev/null 2>&1 &
 	MON=$!
-	BLEDFU_LOG=debug timeout 150 bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal -v > $S/flash.txt 2>&1
+	bounded 150 env BLEDFU_LOG=debug bledfu flash "$PKG" --adapter hci0 --device "$APP" --key "$KEY" --state-dir $S/journal -v > $S/flash.txt 2>&1
 	RC=$?
 	stop_pid $MON
 	if [ $RC = 0 ] && bledfu simulate status --status-dir $S/device/status | grep -q "app v2"; then
