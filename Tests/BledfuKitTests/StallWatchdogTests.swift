@@ -1,5 +1,6 @@
 import BLECore
 import DFUCore
+import Synchronization
 import TestDoubles
 import Testing
 
@@ -11,11 +12,19 @@ import Testing
     /// An adapter whose connect never returns, cancelled or not.
     struct HangingAdapter: BLEAdapter {
         let ignoresCancellation: Bool
+        /// Set once the flow is inside connect (after its "connecting" event).
+        let entered = Entered()
+        final class Entered: Sendable {
+            private let value = Mutex(false)
+            func set() { value.withLock { $0 = true } }
+            var isSet: Bool { value.withLock { $0 } }
+        }
         var name: String { "hanging" }
         func scan(filter: ScanFilter, duration: Duration) -> AsyncThrowingStream<Advertisement, any Error> {
             AsyncThrowingStream { $0.finish() }
         }
         func connect(to peer: PeerAddress, options: ConnectOptions) async throws(AdapterError) -> any ATTBearer {
+            entered.set()
             if ignoresCancellation {
                 await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }  // never resumed
             } else {
@@ -27,13 +36,15 @@ import Testing
 
     static func run(ignoringCancellation: Bool) async throws -> (DFUError?, [UpdateEvent]) {
         let watchdog = ManualClock()
-        let updater = Updater(
-            adapter: HangingAdapter(ignoresCancellation: ignoringCancellation), clock: ManualClock(),
-            watchdogClock: watchdog)
+        let adapter = HangingAdapter(ignoresCancellation: ignoringCancellation)
+        let updater = Updater(adapter: adapter, clock: ManualClock(), watchdogClock: watchdog)
         var request = KitFixture.request(try KitFixture.package())
         request.stallLimit = .seconds(120)
         let run = updater.start(request)
-        // The watchdog sleeps its limit; nothing happens after "connecting": the limit passes.
+        // The watchdog sleeps its limit; nothing happens after "connecting": the limit passes. (Advanced only once
+        // the flow is inside connect, so that "connecting" is the last event; before, it could still be "starting".)
+        for _ in 0..<10_000 where !adapter.entered.isSet { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(adapter.entered.isSet)
         await watchdog.waitForSleepers(1)
         watchdog.advance(by: .seconds(120))
         if ignoringCancellation {
