@@ -24,6 +24,14 @@ public func system_flock(_ fd: CInt, _ operation: CInt) -> CInt {
     return flock(fd, operation)
 }
 
+@inline(never)
+public func system_fstat(_ fd: CInt, _ buffer: UnsafeMutablePointer<stat>) -> CInt {
+    #if ENABLE_MOCKING
+    if let value = mocked("fstat", [Int(fd)]) { return CInt(value) }
+    #endif
+    return fstat(fd, buffer)
+}
+
 /// Signals to other processes.
 public enum ProcessSignal {
     /// SIGKILL to `pid`: ends a child that stopped answering, also a stopped one (SIGTERM waits for SIGCONT). ESRCH
@@ -34,6 +42,16 @@ public enum ProcessSignal {
         case .failure(let error) where error == .noSuchProcess: return
         case .failure(let error): throw error
         }
+    }
+
+    /// Whether `pid` is stopped (SIGSTOP, Ctrl-Z, a debugger): state T or t in /proc/PID/stat ("PID (comm) T ...";
+    /// the command name may hold spaces and parentheses, so the state is the first field after the last ')').
+    public static func isStopped(_ pid: pid_t) -> Bool {
+        guard let bytes = try? FileIO.read("/proc/\(pid)/stat") else { return false }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return false }
+        let state = text[text.index(after: close)...].split(separator: " ").first
+        return state == "T" || state == "t"
     }
 
     /// Whether `pid` is a live process (kill(pid, 0): EPERM means it exists under another user).
@@ -65,6 +83,22 @@ public final class FileLock: Sendable {
         case .success: return true
         case .failure(let error) where error == .wouldBlock: return false
         case .failure(let error): throw error
+        }
+    }
+
+    /// The processes holding a flock on this lock file now, from /proc/locks
+    /// ("16: FLOCK  ADVISORY  WRITE 29800 fe:00:16236926 0 EOF": the holder's pid, then device and inode; a waiter's
+    /// line has "->" in the second field and is not a holder). Matched by inode only. Empty when unknown.
+    public func holders() -> [pid_t] {
+        var info = stat()
+        guard system_fstat(fd, &info) == 0, let bytes = try? FileIO.read("/proc/locks") else { return [] }
+        let inode = UInt64(info.st_ino)
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line -> pid_t? in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 6, fields[1] == "FLOCK", let pid = pid_t(fields[4]),
+                let number = fields[5].split(separator: ":").last, UInt64(number) == inode
+            else { return nil }
+            return pid
         }
     }
 

@@ -90,7 +90,11 @@ public struct VirtualController: Sendable {
         }.filter { ProcessSignal.isAlive($0.pid) }.count
     }
 
-    /// Runs `body` on the links under the lock, waiting for the lock (bounded by `deadline`).
+    /// How long a wait for the links' lock goes before it asks whether the holder is stopped.
+    static let stoppedHolderCheck: Duration = .seconds(1)
+
+    /// Runs `body` on the links under the lock, waiting for the lock (bounded by `deadline`); without it when every
+    /// process holding it is stopped.
     func withLinks<R>(
         until deadline: ContinuousClock.Instant, _ body: (inout [Entry]) throws(AdapterError) -> R
     ) async throws(AdapterError) -> R {
@@ -101,20 +105,30 @@ public struct VirtualController: Sendable {
         } catch {
             throw AdapterError(.system, "controller \(name) on \(directory): \(error)", errno: error.rawValue)
         }
+        var held = false
+        var nextHolderCheck = ContinuousClock.now.advanced(by: Self.stoppedHolderCheck)
         while true {
-            let taken: Bool
             do throws(Errno) {
-                taken = try lock.tryLock()
+                held = try lock.tryLock()
             } catch {
                 throw AdapterError(.system, "controller \(name): flock: \(error)", errno: error.rawValue)
             }
-            if taken { break }
+            if held { break }
+            // A holder stopped (SIGSTOP, Ctrl-Z) inside its few file operations would hold every other process off
+            // this adapter until it is continued; a real controller has no such lock (the kernel keeps its state).
+            // Its links are read as they are; what it writes when continued may be stale (the file is rewritten
+            // whole by every holder).
+            if ContinuousClock.now >= nextHolderCheck {
+                let holders = lock.holders()
+                if !holders.isEmpty && holders.allSatisfy(ProcessSignal.isStopped) { break }
+                nextHolderCheck = ContinuousClock.now.advanced(by: Self.stoppedHolderCheck)
+            }
             guard ContinuousClock.now < deadline else {
                 throw AdapterError(.adapterBusy, "adapter \(name) on \(directory) stayed locked by another process")
             }
             try? await Task.sleep(for: .milliseconds(5))
         }
-        defer { lock.unlock() }
+        defer { if held { lock.unlock() } }
         let text = String(decoding: (try? FileIO.read(linksPath)) ?? [], as: UTF8.self)
         var entries = text.split(separator: "\n").compactMap(Entry.init(line:)).filter { ProcessSignal.isAlive($0.pid) }
         let before = entries
