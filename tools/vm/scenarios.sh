@@ -30,7 +30,7 @@ stop_pid() { [ -n "$1" ] && kill "$1" 2>/dev/null && { wait "$1" 2>/dev/null; tr
 show() { echo "---- $1 ----"; tail -n "${2:-40}" "$1" 2>/dev/null; }
 # bounded SECONDS COMMAND...: runs COMMAND (output as the caller redirects it) for at most SECONDS, like `timeout`,
 # but a command still running then is a hang to read: its threads' kernel state (run state, wait channel, the
-# syscall each sits in) and, when the guest has gdb (VM_GDB=1), every thread's stack go to its standard error
+# syscall each sits in) and every thread's stack (eu-stack, from elfutils, when the host had it) go to its standard error
 # before it is killed. Returns 124 for a hang, else the command's status.
 bounded() {
 	limit=$1; shift
@@ -43,9 +43,8 @@ bounded() {
 	for t in /proc/$bpid/task/*; do
 		echo "VMTEST HANG: thread $(basename "$t") $(cat "$t/comm" 2>/dev/null): state $(cut -d' ' -f3 "$t/stat" 2>/dev/null), wchan $(cat "$t/wchan" 2>/dev/null), syscall $(cat "$t/syscall" 2>/dev/null)" >&2
 	done
-	if command -v gdb > /dev/null; then
-		timeout 120 gdb -p $bpid -batch -nx -ex "set pagination off" -ex "thread apply all bt 40" \
-			-ex "call (void)bledfu_reactor_dump()" 2>&1 | grep -v "^\[New LWP" >&2
+	if command -v eu-stack > /dev/null; then
+		timeout 60 eu-stack -i -p $bpid >&2 2>&1
 	fi
 	kill -9 $bpid 2>/dev/null
 	wait $bpid 2>/dev/null
