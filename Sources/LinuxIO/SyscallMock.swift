@@ -1,4 +1,9 @@
 #if ENABLE_MOCKING
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import Synchronization
 import SystemPackage
 
@@ -85,10 +90,30 @@ public final class SyscallMock: Sendable {
         return try result.get()
     }
 
-    /// Runs `body` with no mock installed (for machinery that must reach the kernel, like the reactor's wake-up).
+    /// Runs `body` with no mock answering (for machinery that must reach the kernel, like the reactor's wake-up).
+    ///
+    /// A flag of the thread, not a task-local binding: binding a task-local (`$current.withValue(nil)`) first checks
+    /// the current task's status records under that task's status lock, and the reactor bypasses the mock while it
+    /// holds its own lock. A task cancelled at that moment had its cancellation handlers run, under the same status
+    /// lock, by the cancelling thread, and the reactor's handler waits for the reactor's lock: each thread held what
+    /// the other wanted. With both threads of the cooperative pool in it, nothing ran again (the VM test's hang after
+    /// the jump: docs/vm-test.md; `MockBypassTests`). `body` is synchronous, so the thread is the task's for its
+    /// whole run.
     static func bypass<R>(_ body: () -> R) -> R {
-        SyscallMock.$current.withValue(nil) { body() }
+        let previous = pthread_getspecific(bypassKey)
+        pthread_setspecific(bypassKey, UnsafeRawPointer(bitPattern: 1))
+        defer { pthread_setspecific(bypassKey, previous) }
+        return body()
     }
+
+    /// Whether this thread runs a ``bypass(_:)`` body.
+    static var isBypassed: Bool { pthread_getspecific(bypassKey) != nil }
+
+    private static let bypassKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
 
     public var calls: [Call] { state.withLock { $0.calls } }
     /// The names of the calls made, in order.

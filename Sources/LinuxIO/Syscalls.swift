@@ -56,7 +56,7 @@ func mocked(
     _ name: String, _ arguments: [Int], input: UnsafeRawBufferPointer? = nil,
     output: UnsafeMutableRawBufferPointer? = nil
 ) -> Int? {
-    guard let mock = SyscallMock.current else { return nil }
+    guard !SyscallMock.isBypassed, let mock = SyscallMock.current else { return nil }
     return mock.handle(name, arguments: arguments, input: input, output: output)
 }
 #endif
