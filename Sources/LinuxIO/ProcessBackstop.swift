@@ -28,13 +28,19 @@ public final class ProcessBackstop: Sendable {
     public let limit: Duration
     private let state: Mutex<State>
     private let action: @Sendable () -> Void
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    /// A backstop that calls `action` (on its own thread) once `limit` passed without ``feed()``. For tests; a
-    /// program uses ``init(limit:exitStatus:lastWords:)``.
-    public init(limit: Duration, action: @escaping @Sendable () -> Void) {
+    /// A backstop that calls `action` (on its own thread) once `limit` passed without ``feed()``, by `now` (a
+    /// test's own time; the thread still looks at it at least once a second). For tests; a program uses
+    /// ``init(limit:exitStatus:lastWords:)``.
+    public init(
+        limit: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        action: @escaping @Sendable () -> Void
+    ) {
         self.limit = limit
         self.action = action
-        state = Mutex(State(deadline: ContinuousClock.now.advanced(by: limit)))
+        self.now = now
+        state = Mutex(State(deadline: now().advanced(by: limit)))
         let thread = Thread { [self] in self.watch() }
         thread.name = "bledfu-backstop"
         thread.start()
@@ -55,7 +61,7 @@ public final class ProcessBackstop: Sendable {
 
     /// A sign of life: the limit counts again from now.
     public func feed() {
-        let now = ContinuousClock.now
+        let now = self.now()
         state.withLock { $0.deadline = now.advanced(by: limit) }
     }
 
@@ -69,7 +75,7 @@ public final class ProcessBackstop: Sendable {
 
     private func watch() {
         while true {
-            let now = ContinuousClock.now
+            let now = self.now()
             let (stopped, remaining) = state.withLock { state -> (Bool, Duration) in
                 if state.stopped { return (true, .zero) }
                 let remaining = now.duration(to: state.deadline)

@@ -56,26 +56,49 @@ import Testing
         #expect(waited.allSatisfy { $0 < .seconds(19) }, "\(waited)")
     }
 
+    /// The test's own time for the backstop (its thread looks at it at least once a second).
+    final class TestTime: Sendable {
+        private let value = Mutex(ContinuousClock.now)
+        var now: ContinuousClock.Instant { value.withLock { $0 } }
+        func advance(by duration: Duration) { value.withLock { $0 = $0.advanced(by: duration) } }
+    }
+
     @Test func feedingKeepsItQuiet() async throws {
         let firings = Firings()
-        let backstop = ProcessBackstop(limit: .seconds(2)) { firings.record() }
-        // 3 s of life signs, each well inside the limit: no action. (A pool starved for longer than the limit between
-        // two feeds would fire it: that is what it is for; the feeds come every 20 ms.)
-        let end = ContinuousClock.now.advanced(by: .seconds(3))
-        while ContinuousClock.now < end {
+        let time = TestTime()
+        let backstop = ProcessBackstop(limit: .seconds(2), now: { time.now }) { firings.record() }
+        // 20 feeds 1.5 s apart (30 s of the backstop's time), each inside its 2 s: no action, however late the
+        // test's task runs (its time only moves when the test moves it).
+        for _ in 0..<20 {
+            time.advance(by: .milliseconds(1500))
             backstop.feed()
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(50))
         }
         backstop.stop()
         #expect(firings.value == 0)
         #expect(!backstop.fired)
     }
 
+    @Test func unfedOnItsTimeItActs() async {
+        let firings = Firings()
+        let time = TestTime()
+        let backstop = ProcessBackstop(limit: .seconds(120), now: { time.now }) { firings.record() }
+        time.advance(by: .seconds(119))
+        try? await Task.sleep(for: .milliseconds(1500))
+        #expect(firings.value == 0)
+        time.advance(by: .seconds(2))
+        #expect(await Self.eventually(.seconds(20)) { firings.value == 1 })
+        #expect(backstop.fired)
+    }
+
     @Test func stoppedItNeverActs() async throws {
         let firings = Firings()
-        let backstop = ProcessBackstop(limit: .seconds(2)) { firings.record() }
+        let time = TestTime()
+        let backstop = ProcessBackstop(limit: .seconds(2), now: { time.now }) { firings.record() }
         backstop.stop()
-        try await Task.sleep(for: .milliseconds(2500))
+        time.advance(by: .seconds(60))
+        // The thread looks at least once a second: 1.5 s lets it see the passed limit, and its stop.
+        try await Task.sleep(for: .milliseconds(1500))
         #expect(firings.value == 0)
         #expect(!backstop.fired)
     }
