@@ -74,6 +74,7 @@ public final class ProcessBackstop: Sendable {
     public var fired: Bool { state.withLock { $0.fired } }
 
     private func watch() {
+        system_setThreadName("bledfu-backstop")
         while true {
             let now = self.now()
             let (stopped, remaining) = state.withLock { state -> (Bool, Duration) in

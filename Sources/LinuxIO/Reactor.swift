@@ -256,6 +256,7 @@ public final class Reactor: Sendable {
     }
 
     private func loop() {
+        system_setThreadName("bledfu-reactor")
         let shortPoll: Duration = .milliseconds(50)
         let events = EpollEvents(capacity: 64)
         while true {

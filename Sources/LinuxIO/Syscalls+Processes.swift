@@ -59,3 +59,15 @@ public func system_pipe2(_ fds: UnsafeMutablePointer<CInt>, _ flags: CInt) -> CI
     #endif
     return bledfu_pipe2(fds, flags)
 }
+
+/// Names the calling thread (its /proc/thread-self/comm, as pthread_setname_np(3) does): what `ps -T`, a thread
+/// dump and `eu-stack` show (Foundation's `Thread.name` does not reach it on Linux). At most 15 bytes (ASCII) are kept.
+/// Returns false when the kernel refused (no /proc).
+@discardableResult
+public func system_setThreadName(_ name: String) -> Bool {
+    guard case .success(let fd) = valueOrErrno({ system_open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC, 0) }) else {
+        return false
+    }
+    defer { _ = valueOrErrno(retryOnInterrupt: false) { system_close(fd) } }
+    return (try? FileIO.writeAll(fd, Array(name.utf8.prefix(15)))) != nil
+}
