@@ -86,7 +86,10 @@ extension BatchScheduler {
                     }
                     let exhausted = await fillSlots(group: &group, worker: worker)
                     if running == 0, stopped || logError != nil { break }
-                    if running == 0, exhausted, !looking {
+                    // Nothing runs and nothing was left to claim: ask whether anything remains, also while a look
+                    // for more is pending (the look would end the batch only after `pollInterval`: a batch whose
+                    // devices finished at different times ended up to a second late, 20 % of a six-sensor wave).
+                    if running == 0, exhausted {
                         let remaining: Int
                         do {
                             remaining = try await log.remaining(batch: scheduler.batch, classes: classes)
