@@ -84,6 +84,8 @@ public enum SimulatorSetup {
         case .virtual(let radioDirectory):
             for (adapter, profile) in controllers {
                 do {
+                    // The radio directory may not exist yet (the host makes it later, `mkdir -p` as the devices do).
+                    try FileManager.default.createDirectory(atPath: radioDirectory, withIntermediateDirectories: true)
                     try VirtualController(radio: radioDirectory, name: adapter).write(profile)
                 } catch {
                     throw SimulatorError(

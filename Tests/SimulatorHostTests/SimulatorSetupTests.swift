@@ -119,6 +119,13 @@ import VirtualRadio
         #expect(prepared.statusDirectory == radio.path + "/status")
         #expect(prepared.sharedAir != nil)
         #expect(VirtualController(radio: radio.path, name: "default").profile() == s140)
+        // A radio directory that does not exist yet, nor its parent, is made (`bledfu simulate --adapter
+        // virtual:/new/dir --controller ...` once failed with "cannot write its profile: No such file or directory").
+        let fresh = radio.appendingPathComponent("new/radio").path
+        _ = try SimulatorSetup.prepare(
+            .virtual(radioDirectory: fresh), controllers: [(adapter: "line", profile: s140)], events: Silent(),
+            statusDirectory: nil, stateDirectory: nil)
+        #expect(VirtualController(radio: fresh, name: "line").profile() == s140)
         let unwritable = radio.appendingPathComponent("file")
         try Data().write(to: unwritable)
         #expect(ProfileCatalogTests.code { () throws(SimulatorError) in
