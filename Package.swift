@@ -252,7 +252,7 @@ var targets: [Target] = [
         name: "BledfuKitTests",
         dependencies: [
             "BledfuKit", "BledfuTestSupport", "DFUCore", "LegacyDFU", "DFUPackage", "DFUSimulator", "GATT", "BLECore",
-            "MCUmgr", "MCUbootImage", "TestDoubles", "DFUProtocol", "SecureDFU", "ATT", "CBOR", "VirtualRadio",
+            "MCUmgr", "MCUbootImage", "TestDoubles", "DFUProtocol", "SecureDFU", "ATT", "CBOR", "VirtualRadio", "LinuxIO",
             .product(name: "Crypto", package: "swift-crypto"),
         ],
         swiftSettings: swiftSettings

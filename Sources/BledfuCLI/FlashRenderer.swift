@@ -67,11 +67,9 @@ final class FlashRenderer: Sendable {
             state.lastPercent = -1
             state.lastObject = nil
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let record = UpdateEventRecord(event, elapsed: elapsed, time: LiveView.timestamp(startedAt.addingTimeInterval(elapsed)))
-        guard let data = try? encoder.encode(record) else { return }
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        guard let line = JSONLine.text(record) else { return }
+        FileHandle.standardOutput.write(Data(line.utf8))
     }
 
     private func renderText(_ event: UpdateEvent, _ state: inout State) {

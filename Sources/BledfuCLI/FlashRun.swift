@@ -55,9 +55,6 @@ struct FlashSettings: Sendable {
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
-    /// How much longer than `--stall-timeout` the backstop gives the updater's watchdog (its 5 s grace and the
-    /// run's end) before it ends the process itself.
-    static let backstopMargin: Duration = .seconds(15)
 
     /// The package file, or the package built in memory from `--image` and `--init` (DFUPackage's
     /// `FirmwarePackage.archive(image:initPacket:)`; the same files give the same bytes, so the same journal).
@@ -149,7 +146,10 @@ func runFlash(_ settings: FlashSettings) async throws {
     }
     defer { interrupts.cancel() }
     let device = Mutex(settings.target.addressText)
-    let backstop = flashBackstop(settings, renderer: renderer)
+    // The last resort behind the updater's watchdog (a thread of its own; BledfuKit's UpdateBackstop).
+    let backstop = UpdateBackstop.start(
+        stallLimit: settings.stallTimeout > 0 ? FlashSettings.duration(settings.stallTimeout) : nil,
+        exitStatus: ExitCodeRegistry.code("stalled"), json: settings.json)
     defer { backstop?.stop() }
     for await event in run {
         backstop?.feed()
@@ -171,36 +171,6 @@ func runFlash(_ settings: FlashSettings) async throws {
                 message: failure.message))
         throw failure
     }
-}
-
-/// The flash's backstop (`--stall-timeout` on): when even the updater's watchdog could not end a stalled update
-/// (no task of the process runs any more), exit 49 with the watchdog's line from a thread of its own.
-func flashBackstop(_ settings: FlashSettings, renderer: FlashRenderer) -> ProcessBackstop? {
-    guard settings.stallTimeout > 0 else { return nil }
-    let limit = FlashSettings.duration(settings.stallTimeout) + FlashSettings.backstopMargin
-    let (stallTimeout, json) = (settings.stallTimeout, settings.json)
-    let started = ContinuousClock.now
-    return ProcessBackstop(limit: limit, exitStatus: ExitCodeRegistry.code("stalled")) {
-        flashBackstopWords(stallTimeout: stallTimeout, json: json, elapsed: started.duration(to: .now))
-    }
-}
-
-/// What the backstop leaves behind: the error line on standard error and, with `--json`, the result record on
-/// standard output (as the renderer writes it, without the renderer: its lock may be what blocks).
-func flashBackstopWords(stallTimeout: Double, json: Bool, elapsed: Duration) -> (standardOutput: String, standardError: String) {
-    let message =
-        "nothing happened for \(Int(stallTimeout.rounded())) s and the update did not end (no task of bledfu runs any "
-        + "more); its backstop ended it (--stall-timeout); the upload is resumable"
-    let errorLine = "bledfu: error: \(message)\n"
-    guard json else { return ("", errorLine) }
-    let code = ExitCodeRegistry.code("stalled")
-    var summary = UpdateSummary(success: false, exitCode: Int(code), statistics: UpdateStatistics(), message: message)
-    summary.error = DFUError.Code.stalled.rawValue
-    summary.seconds = FlashSettings.seconds(elapsed)
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    let record = (try? encoder.encode(UpdateEventRecord(.result(summary)))).map { String(decoding: $0, as: UTF8.self) + "\n" }
-    return (record ?? "", errorLine)
 }
 
 extension FlashSettings.Target {

@@ -30,7 +30,11 @@ import VirtualRadio
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let copy = directory.appendingPathComponent("bledfu")
-        try FileManager.default.copyItem(at: CLIRunner.binary, to: copy)
+        // Copied by cp, not by this process: a descriptor of ours open for writing on the copy would be inherited by
+        // any child another test forks meanwhile (Foundation does not open it close-on-exec), and executing the copy
+        // would fail with ETXTBSY ("Text file busy") while that child lives.
+        let copied = try await CLIRunner.run([CLIRunner.binary.path, copy.path], executable: URL(fileURLWithPath: "/bin/cp"))
+        #expect(copied.status == 0, "\(copied.stderr)")
         let tool = URL(fileURLWithPath: CLIRunner.repositoryRoot.appendingPathComponent("tools/stamp-commit").path)
         let first = try await CLIRunner.run([copy.path, "0123456789ab-dirty"], executable: tool)
         #expect(first.status == 0, "\(first.stderr)")

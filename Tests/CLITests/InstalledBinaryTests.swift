@@ -9,12 +9,15 @@ import Testing
 /// beside it in `<bin>/../share/bledfu/Firmware`, and the data it carries matches the repository's files.
 @Suite(.timeLimit(.minutes(5))) struct InstalledBinaryTests {
     /// A scratch directory outside the checkout, with a copy of the binary at `bin/bledfu`.
-    static func installedCopy() throws -> (root: URL, binary: URL) {
+    static func installedCopy() async throws -> (root: URL, binary: URL) {
         let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("bledfu-installed-\(UUID().uuidString.prefix(8))")
         let bin = root.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         let binary = bin.appendingPathComponent("bledfu")
-        try FileManager.default.copyItem(at: CLIRunner.binary, to: binary)
+        // By cp: a descriptor of this process open for writing on the copy would be inherited by any child another
+        // test forks meanwhile, and executing the copy would fail with ETXTBSY while that child lives.
+        let copied = try await CLIRunner.run([CLIRunner.binary.path, binary.path], executable: URL(fileURLWithPath: "/bin/cp"))
+        guard copied.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: copied.stderr]) }
         return (root, binary)
     }
 
@@ -26,7 +29,7 @@ import Testing
     }
 
     @Test func aLoneCopyOfTheBinaryHasItsProfilesBuiltIn() async throws {
-        let (root, binary) = try Self.installedCopy()
+        let (root, binary) = try await Self.installedCopy()
         defer { try? FileManager.default.removeItem(at: root) }
         #expect(!root.path.hasPrefix(CLIRunner.repositoryRoot.path))
         let result = try await Self.runCopy(binary, in: root, ["simulate", "--describe", "--device", "bracelet"])
@@ -40,7 +43,7 @@ import Testing
 
     /// `<bin>/../share/bledfu/Firmware` (where the Debian package installs them) wins over the built-in copy.
     @Test func profilesInstalledBesideTheBinaryAreUsed() async throws {
-        let (root, binary) = try Self.installedCopy()
+        let (root, binary) = try await Self.installedCopy()
         defer { try? FileManager.default.removeItem(at: root) }
         let share = root.appendingPathComponent("share/bledfu/Firmware")
         try FileManager.default.createDirectory(at: share, withIntermediateDirectories: true)

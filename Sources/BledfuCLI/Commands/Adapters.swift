@@ -75,9 +75,7 @@ struct AdaptersCommand: ParsableCommand {
         case nil: rows = try Self.kernelRows(only: nil)
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            for row in rows { print(String(decoding: (try? encoder.encode(row)) ?? Data("{}".utf8), as: UTF8.self)) }
+            for row in rows { Console.jsonLine(row) }
         } else {
             print(Self.table(rows), terminator: "")
         }

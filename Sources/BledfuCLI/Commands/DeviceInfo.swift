@@ -45,9 +45,7 @@ struct DeviceInfo: AsyncParsableCommand {
             throw deviceFailure(error)
         }
         if options.json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            if let data = try? encoder.encode(inspection) { FileHandle.standardOutput.write(data + Data("\n".utf8)) }
+            Console.jsonLine(inspection)
         } else {
             print(Self.render(inspection))
         }

@@ -1,3 +1,4 @@
+import DFUCore
 import Foundation
 import SimulatorHost
 
@@ -18,9 +19,7 @@ enum SimulatorProfiles {
 extension Console {
     /// One Encodable value as one NDJSON line (sorted keys).
     static func jsonLine(_ value: some Encodable) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return }
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        guard let line = JSONLine.text(value) else { return }
+        FileHandle.standardOutput.write(Data(line.utf8))
     }
 }
