@@ -75,9 +75,7 @@ public struct BatchBench: Sendable {
         }
         defer { try? FileManager.default.removeItem(at: directory) }
         let simulator = try BenchSimulator.start(
-            executable: executable,
-            arguments: ["simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile.name):\(count)", "--speedup", "\(speedup)"]
-                + ["--controller", "default=\(controllerSpec)", "--json"],
+            executable: executable, arguments: simulatorArguments(profile, count: count, radio: radio, adapters: adapters),
             environment: environment.merging(["BLEDFU_FIRMWARE_DIR": firmware.path]) { _, new in new })
         do throws(BenchError) {
             try await simulator.waitUntilReady(timeout: readyTimeout)
@@ -90,6 +88,20 @@ public struct BatchBench: Sendable {
         }
     }
 
+    /// `bledfu simulate`'s arguments for a run: `count` instances of the profile on the radio, every central adapter
+    /// of the run with the bench's controller.
+    func simulatorArguments(_ profile: BatchBenchProfile, count: Int, radio: URL, adapters: Int) -> [String] {
+        ["simulate", "--adapter", "virtual:\(radio.path)", "--device", "\(profile.name):\(count)", "--speedup", "\(speedup)"]
+            + Self.adapterNames(adapters).flatMap { ["--controller", "\($0)=\(controllerSpec)"] } + ["--json"]
+    }
+
+    /// The central adapters of a run with `adapters` of them: the radio's default central alone, else `central1`,
+    /// `central2`... Each gets the bench's controller (an adapter without one would have the default controller's
+    /// five links, and a cell of more links would measure its refusals).
+    static func adapterNames(_ adapters: Int) -> [String] {
+        adapters == 1 ? ["default"] : (1...max(1, adapters)).map { "central\($0)" }
+    }
+
     /// The plan of one run: `adapters` adapters of `links` each (one adapter: the radio's default central; more:
     /// `@central1`, `@central2`...), and `count` instances of the profile at their addresses.
     func plan(_ profile: BatchBenchProfile, count: Int, radio: URL, links: Int?, adapters: Int) -> BatchPlan {
@@ -97,7 +109,7 @@ public struct BatchBench: Sendable {
         var plan = BatchPlan(
             adapters: (0..<adapters).map { index in
                 BatchPlan.Adapter(
-                    name: "virtual:\(radio.path)" + (adapters == 1 ? "" : "@central\(index + 1)"), connections: perAdapter)
+                    name: "virtual:\(radio.path)" + (adapters == 1 ? "" : "@" + Self.adapterNames(adapters)[index]), connections: perAdapter)
             },
             classes: [BatchPlan.DeviceClass(name: profile.name, package: profile.package.path)],
             devices: (0..<count).map {

@@ -60,6 +60,25 @@ import Testing
         #expect(one.adapters.map(\.connections) == [2])
         #expect(try Self.bench().plan(profile, count: 2, radio: radio, links: 8, adapters: 1).adapters.map(\.connections) == [2])
     }
+
+    /// Every central adapter of a run gets the bench's controller: with two adapters only the default one had it,
+    /// so `central1` and `central2` carried the default controller's five links, and a grid cell of 12 devices at
+    /// `auto` on two adapters measured refusals (61 % of its bound, every other cell 92-101 %).
+    @Test func everyAdapterOfARunHasTheBenchsController() throws {
+        let profile = try BatchBenchProfile.load("bracelet", catalog: Self.catalog)
+        let radio = URL(fileURLWithPath: "/tmp/radio")
+        let bench = try Self.bench(controller: "generic:links=12")
+        for adapters in [1, 2, 3] {
+            let arguments = bench.simulatorArguments(profile, count: 12, radio: radio, adapters: adapters)
+            let controllers = arguments.indices.filter { arguments[$0] == "--controller" && $0 + 1 < arguments.count }.map { arguments[$0 + 1] }
+            let names = try bench.plan(profile, count: 12, radio: radio, links: nil, adapters: adapters).adapters.map { adapter in
+                adapter.name.split(separator: "@").dropFirst().first.map(String.init) ?? "default"
+            }
+            #expect(controllers == names.map { "\($0)=generic:links=12" }, "\(adapters) adapter(s): \(arguments)")
+            #expect(arguments.prefix(7) == ["simulate", "--adapter", "virtual:/tmp/radio", "--device", "bracelet:12", "--speedup", "2.0"])
+            #expect(arguments.last == "--json")
+        }
+    }
 }
 
 /// The simulator child: its `ready` event on standard output ends the wait; its exit or the deadline end it with
