@@ -193,12 +193,22 @@ struct GridModel {
         return (estimate.perLink * speedup, estimate.aggregate * speedup)
     }
 
-    /// A measured cell beside the bound: waves of `adapters * connections` devices, each the fixed time plus its
-    /// image at its link's share of the air.
+    /// A measured cell beside the bound: waves of up to `adapters * connections` devices, spread evenly over the
+    /// adapters as the scheduler spreads them (each adapter carries its share of a wave, at most `connections`), each
+    /// device the fixed time plus its image at its link's share of its adapter's air. (12 devices on 2 adapters of
+    /// 12 links are 6 links per adapter, not 12 on one air: counting them so put the bound below what was measured.)
     func cell(adapters: Int, devices: Int, links: BatchGrid.Links, connections: Int, seconds: Double) -> BatchGridCell {
-        let shared = rate(connections)
-        let waves = Double((devices + adapters * connections - 1) / (adapters * connections))
-        let boundSeconds = waves * (fixed + bytes / max(shared.perLink, 1))
+        let adapters = max(1, adapters)
+        let perWave = adapters * max(1, connections)
+        var boundSeconds = 0.0
+        var left = devices
+        while left > 0 {
+            let wave = min(left, perWave)
+            let perAdapter = (wave + adapters - 1) / adapters
+            boundSeconds += fixed + bytes / max(rate(perAdapter).perLink, 1)
+            left -= wave
+        }
+        let shared = rate(min(max(1, connections), max(1, (devices + adapters - 1) / adapters)))
         return BatchGridCell(
             profile: profile, adapters: adapters, devices: devices, links: links.description, connections: connections,
             seconds: seconds, devicesPerHour: Double(devices) * 3600 / seconds, boundPerHour: Double(devices) * 3600 / boundSeconds,

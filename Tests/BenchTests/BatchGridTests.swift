@@ -43,12 +43,19 @@ import Testing
         let bytes = Double(profile.package.totalBytes)
         #expect(model.fixed == 1000 - bytes / model.rate(1).perLink)
         let cell = model.cell(adapters: 2, devices: 10, links: .auto, connections: 2, seconds: 500)
-        // 10 devices on 2 adapters x 2 links: 3 waves.
-        let bound = 3 * (model.fixed + bytes / model.rate(2).perLink)
+        // 10 devices on 2 adapters x 2 links: waves of 4, 4 and 2; the last has one link per adapter.
+        let bound = 2 * (model.fixed + bytes / model.rate(2).perLink) + (model.fixed + bytes / model.rate(1).perLink)
         #expect(abs(cell.boundPerHour - 10 * 3600 / bound) < 1e-9)
         #expect(abs(cell.ofBound - bound / 500) < 1e-9)
         #expect(cell.devicesPerHour == 72)
         #expect(abs(cell.airBoundPerHour - 3600 * 2 * model.rate(2).aggregate / bytes) < 1e-9)
         #expect(cell.links == "auto" && cell.connections == 2)
+        // 12 devices on 2 adapters of 12 links: one wave of 6 links on each adapter's air, not 12 on one (with that
+        // bound the measured cells read 107 % (sensor) and 120 % (bracelet) of it).
+        let spread = model.cell(adapters: 2, devices: 12, links: .auto, connections: 12, seconds: 500)
+        let one = model.fixed + bytes / model.rate(6).perLink
+        #expect(abs(spread.boundPerHour - 12 * 3600 / one) < 1e-9)
+        #expect(model.rate(6).perLink > model.rate(12).perLink)
+        #expect(abs(spread.airBoundPerHour - 3600 * 2 * model.rate(6).aggregate / bytes) < 1e-9)
     }
 }
