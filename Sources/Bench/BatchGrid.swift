@@ -115,8 +115,11 @@ public struct BatchGridReport: Encodable, Sendable {
     /// One device alone, per profile: its wall time and the part of it besides its image on the air.
     public struct Single: Encodable, Sendable, Equatable {
         public var profile: String
+        /// The median of the single device's runs.
         public var seconds: Double
         public var fixedSeconds: Double
+        /// Every run of the single device, in order.
+        public var runs: [Double] = []
     }
 
     public var event = "bench-batch-grid"
@@ -133,6 +136,17 @@ public enum BatchGridProgress: Sendable {
 }
 
 extension BatchBench {
+    /// Runs of the single device per profile; its median sets the bound.
+    static let singleRuns = 3
+
+    /// The median (the mean of the middle two for an even count); 0 for none.
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
     /// Measures every cell of `grid` (a fresh simulator each): profiles (loaded from `catalog` in turn) x adapters x
     /// devices x links per adapter, each beside the shared-air model's bound; `progress` hears each result at once.
     public func measureGrid(
@@ -142,9 +156,13 @@ extension BatchBench {
         var singles: [BatchGridReport.Single] = []
         for name in grid.profiles {
             let profile = try BatchBenchProfile.load(name, catalog: catalog)
-            let single = try await measure(profile, count: 1, links: 1)
+            // The single device sets every cell's bound (its fixed time): the median of three runs, not one run
+            // (a sensor's 1.4 s run varied by 0.4 s from run to run, moving each bound by a quarter).
+            var runs: [Double] = []
+            for _ in 0..<Self.singleRuns { runs.append(try await measure(profile, count: 1, links: 1)) }
+            let single = Self.median(runs)
             let model = GridModel(bench: self, profile: profile, singleSeconds: single)
-            let report = BatchGridReport.Single(profile: name, seconds: single, fixedSeconds: model.fixed)
+            let report = BatchGridReport.Single(profile: name, seconds: single, fixedSeconds: model.fixed, runs: runs)
             singles.append(report)
             progress(.single(report))
             for adapters in grid.adapters {

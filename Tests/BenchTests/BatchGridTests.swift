@@ -32,6 +32,14 @@ import Testing
         #expect(throws: BenchError(.invalidGrid, "")) { try BatchGrid(parsing: "8:2", adapters: "1", profiles: "watch") }
     }
 
+    /// The single device's time is the median of its runs: one slow or fast run does not move every bound.
+    @Test func theSingleDeviceIsTheMedianOfItsRuns() {
+        #expect(BatchBench.singleRuns >= 3)
+        #expect(BatchBench.median([1.41, 1.86, 1.43]) == 1.43)
+        #expect(BatchBench.median([2, 1]) == 1.5)
+        #expect(BatchBench.median([]) == 0)
+    }
+
     /// The bound of a cell: waves of adapters x links devices, each the single device's fixed time plus its image at
     /// its link's share of the air (SharedAir on the controller), times the speedup.
     @Test func aCellIsSetBesideTheSharedAirBound() throws {

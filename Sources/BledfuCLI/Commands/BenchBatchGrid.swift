@@ -15,8 +15,8 @@ extension BenchBatch {
                 case .single(let single):
                     print(
                         String(
-                            format: "%@: one device %.2f s (%.2f s besides its image on the air)", single.profile, single.seconds,
-                            single.fixedSeconds))
+                            format: "%@: one device %.2f s (median of %@ s; %.2f s besides its image on the air)", single.profile,
+                            single.seconds, single.runs.map { String(format: "%.2f", $0) }.joined(separator: ", "), single.fixedSeconds))
                 case .cell(let cell):
                     print(Self.gridLine(cell))
                 }
