@@ -52,9 +52,6 @@ struct FlashSettings: Sendable {
     var selection: [UpdateEvent] = []
 
     static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 
     /// The package file, or the package built in memory from `--image` and `--init` (DFUPackage's
     /// `FirmwarePackage.archive(image:initPacket:)`; the same files give the same bytes, so the same journal).
