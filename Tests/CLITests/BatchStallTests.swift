@@ -54,7 +54,7 @@ import Testing
         return (outcome, stages.all, log)
     }
 
-    @Test func aChildThatHangsIsKilledAndTheAttemptFailsWith56() async throws {
+    @Test func aChildThatHangsIsKilledAndTheAttemptFailsWith59() async throws {
         let (outcome, stages, log) = try await run(then: "exec sleep 600")
         #expect(stages == ["connecting"])
         #expect(!outcome.success)

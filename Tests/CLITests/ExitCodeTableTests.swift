@@ -203,7 +203,7 @@ import Testing
         56: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 56"),
         57: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 57"),
         58: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 58"),
-        59: .elsewhere(file: "BatchStallTests.swift", test: "aChildThatHangsIsKilledAndTheAttemptFailsWith56", check: "exitCode == 59"),
+        59: .elsewhere(file: "BatchStallTests.swift", test: "aChildThatHangsIsKilledAndTheAttemptFailsWith59", check: "exitCode == 59"),
         60: .elsewhere(file: "BatchBadInputTests.swift", test: "anAdapterPulledMidBatch", check: ".exited(60)"),
         64: .run({ _ in ["scan", "--min-rssi"] }, says: "see 'bledfu scan --help'"),
         130: .elsewhere(file: "FlashResilienceTests.swift", test: "secondInterruptExitsAtOnce", check: "130"),
