@@ -99,17 +99,17 @@ public struct BatchBench: Sendable {
     /// `central2`... Each gets the bench's controller (an adapter without one would have the default controller's
     /// five links, and a cell of more links would measure its refusals).
     static func adapterNames(_ adapters: Int) -> [String] {
-        adapters == 1 ? ["default"] : (1...max(1, adapters)).map { "central\($0)" }
+        adapters <= 1 ? ["default"] : (1...adapters).map { "central\($0)" }
     }
 
     /// The plan of one run: `adapters` adapters of `links` each (one adapter: the radio's default central; more:
     /// `@central1`, `@central2`...), and `count` instances of the profile at their addresses.
     func plan(_ profile: BatchBenchProfile, count: Int, radio: URL, links: Int?, adapters: Int) -> BatchPlan {
         let perAdapter = min(links ?? connections ?? count, count, controller.maximumLinks)
+        let names = Self.adapterNames(adapters)
         var plan = BatchPlan(
-            adapters: (0..<adapters).map { index in
-                BatchPlan.Adapter(
-                    name: "virtual:\(radio.path)" + (adapters == 1 ? "" : "@" + Self.adapterNames(adapters)[index]), connections: perAdapter)
+            adapters: names.map { name in
+                BatchPlan.Adapter(name: "virtual:\(radio.path)" + (name == "default" ? "" : "@" + name), connections: perAdapter)
             },
             classes: [BatchPlan.DeviceClass(name: profile.name, package: profile.package.path)],
             devices: (0..<count).map {

@@ -86,10 +86,11 @@ public struct BatchGridCell: Encodable, Sendable, Equatable {
     public var connections: Int
     public var seconds: Double
     public var devicesPerHour: Double
-    /// The model: waves of `connections` devices, each the single device's fixed time (probe, jump, process start)
-    /// plus its image at its share of the adapter's air, at most its flash rate.
+    /// The model: waves of up to `adapters * connections` devices spread evenly over the adapters, each device the
+    /// single device's fixed time (probe, jump, process start) plus its image at its share of its adapter's air, at
+    /// most its flash rate.
     public var boundPerHour: Double
-    /// The adapter's air alone (no fixed time): every byte at the adapter's aggregate rate.
+    /// The air alone (no fixed time): every byte at the aggregate rate of the adapters the devices use.
     public var airBoundPerHour: Double
     public var ofBound: Double
 
@@ -217,6 +218,7 @@ struct GridModel {
     /// 12 links are 6 links per adapter, not 12 on one air: counting them so put the bound below what was measured.)
     func cell(adapters: Int, devices: Int, links: BatchGrid.Links, connections: Int, seconds: Double) -> BatchGridCell {
         let adapters = max(1, adapters)
+        let devices = max(1, devices)  // the grid's cells have 1-64 devices; never a bound of 0/0
         let perWave = adapters * max(1, connections)
         var boundSeconds = 0.0
         var left = devices
@@ -226,10 +228,12 @@ struct GridModel {
             boundSeconds += fixed + bytes / max(rate(perAdapter).perLink, 1)
             left -= wave
         }
-        let shared = rate(min(max(1, connections), max(1, (devices + adapters - 1) / adapters)))
+        // The first wave's links on each adapter, and only the adapters it uses (3 devices on 4 adapters use 3).
+        let used = min(adapters, devices)
+        let shared = rate(min(max(1, connections), (devices + used - 1) / used))
         return BatchGridCell(
             profile: profile, adapters: adapters, devices: devices, links: links.description, connections: connections,
             seconds: seconds, devicesPerHour: Double(devices) * 3600 / seconds, boundPerHour: Double(devices) * 3600 / boundSeconds,
-            airBoundPerHour: 3600 * Double(adapters) * shared.aggregate / bytes, ofBound: boundSeconds / seconds)
+            airBoundPerHour: 3600 * Double(used) * shared.aggregate / bytes, ofBound: boundSeconds / seconds)
     }
 }

@@ -115,10 +115,12 @@ func runFlash(_ settings: FlashSettings) async throws {
     let renderer = FlashRenderer(json: settings.json, detail: settings.detail)
     for event in settings.selection { renderer.render(event) }
     let run: UpdateRun
+    let stallLimit: Duration?
     let capture = CaptureHook(path: settings.capture, verbose: settings.verbose)
     defer { capture.close() }
     do {
         let request = try settings.request()
+        stallLimit = request.stallLimit
         let store = JournalFileStore(
             directory: settings.stateDirectory, packagePath: URL(fileURLWithPath: settings.packagePath).path,
             adapter: settings.adapter, addressType: settings.addressType.rawValue)
@@ -144,9 +146,7 @@ func runFlash(_ settings: FlashSettings) async throws {
     defer { interrupts.cancel() }
     let device = Mutex(settings.target.addressText)
     // The last resort behind the updater's watchdog (a thread of its own; BledfuKit's UpdateBackstop).
-    let backstop = UpdateBackstop.start(
-        stallLimit: settings.stallTimeout > 0 ? FlashSettings.duration(settings.stallTimeout) : nil,
-        exitStatus: ExitCodeRegistry.code("stalled"), json: settings.json)
+    let backstop = UpdateBackstop.start(stallLimit: stallLimit, exitStatus: ExitCodeRegistry.code("stalled"), json: settings.json)
     defer { backstop?.stop() }
     for await event in run {
         backstop?.feed()

@@ -1,7 +1,7 @@
 import Foundation
 
-/// One value as one line of NDJSON, as every `--json` output of bledfu writes it: keys sorted, slashes unescaped,
-/// a newline at the end (`bledfu flash --json`'s event records, which `bledfu batch` reads back, and the rest).
+/// One value as one line of NDJSON: keys sorted, slashes unescaped, a newline at the end. `bledfu flash --json`'s
+/// event records (which `bledfu batch` reads back) and the CLI's other NDJSON lines (`Console.jsonLine`).
 public enum JSONLine {
     /// The line with its newline; nil when the value does not encode.
     public static func text(_ value: some Encodable) -> String? {

@@ -40,8 +40,9 @@ import Testing
         #expect(BatchBench.median([]) == 0)
     }
 
-    /// The bound of a cell: waves of adapters x links devices, each the single device's fixed time plus its image at
-    /// its link's share of the air (SharedAir on the controller), times the speedup.
+    /// The bound of a cell: waves of up to adapters x links devices spread evenly over the adapters, each the single
+    /// device's fixed time plus its image at its link's share of its adapter's air (SharedAir on the controller),
+    /// times the speedup.
     @Test func aCellIsSetBesideTheSharedAirBound() throws {
         let profile = try BatchBenchProfile.load("bracelet", catalog: ProfileCatalog(directory: Self.firmware, builtIn: [:]))
         let bench = BatchBench(
@@ -65,5 +66,9 @@ import Testing
         #expect(abs(spread.boundPerHour - 12 * 3600 / one) < 1e-9)
         #expect(model.rate(6).perLink > model.rate(12).perLink)
         #expect(abs(spread.airBoundPerHour - 3600 * 2 * model.rate(6).aggregate / bytes) < 1e-9)
+        // Fewer devices than adapters: one link on each of the three adapters used; the fourth adds no air.
+        let few = model.cell(adapters: 4, devices: 3, links: .count(2), connections: 2, seconds: 500)
+        #expect(abs(few.boundPerHour - 3 * 3600 / (model.fixed + bytes / model.rate(1).perLink)) < 1e-9)
+        #expect(abs(few.airBoundPerHour - 3600 * 3 * model.rate(1).aggregate / bytes) < 1e-9)
     }
 }

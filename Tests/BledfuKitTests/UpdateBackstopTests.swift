@@ -43,6 +43,7 @@ import Testing
     @Test func theBackstopGivesTheWatchdogItsGraceAndMore() {
         // The updater's watchdog ends a stall at the limit plus its grace; the backstop only after that.
         #expect(UpdateBackstop.margin > StallGuard.grace)
+        #expect(UpdateBackstop.margin == .seconds(15))  // docs/reliability.md: "--stall-timeout + 15 s"
         #expect(UpdateBackstop.start(stallLimit: nil, exitStatus: 49, json: false) == nil)
         #expect(UpdateBackstop.start(stallLimit: .zero, exitStatus: 49, json: false) == nil)
         let backstop = UpdateBackstop.start(stallLimit: .seconds(120), exitStatus: 49, json: false)

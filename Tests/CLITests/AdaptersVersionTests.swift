@@ -34,7 +34,7 @@ import VirtualRadio
         // any child another test forks meanwhile (Foundation does not open it close-on-exec), and executing the copy
         // would fail with ETXTBSY ("Text file busy") while that child lives.
         let copied = try await CLIRunner.run([CLIRunner.binary.path, copy.path], executable: URL(fileURLWithPath: "/bin/cp"))
-        #expect(copied.status == 0, "\(copied.stderr)")
+        try #require(copied.status == 0, "\(copied.stderr)")
         let tool = URL(fileURLWithPath: CLIRunner.repositoryRoot.appendingPathComponent("tools/stamp-commit").path)
         let first = try await CLIRunner.run([copy.path, "0123456789ab-dirty"], executable: tool)
         #expect(first.status == 0, "\(first.stderr)")

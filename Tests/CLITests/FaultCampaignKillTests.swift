@@ -1,4 +1,5 @@
 import Foundation
+import LinuxIO
 import Testing
 
 /// The fault campaign's real kills (Sources/FuzzFaultCampaign, docs/reliability.md): run 9 of seed 1 draws a kill,
@@ -49,8 +50,11 @@ struct FaultCampaignKillTests {
             exec '\(CLIRunner.binary.path)' "$@"
 
             """
-        try Data(text.utf8).write(to: file)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
+        // Written through a close-on-exec descriptor: a child another test spawns meanwhile cannot inherit it open for
+        // writing, which would make this script's exec fail with ETXTBSY ("Text file busy").
+        let fd = try FileIO.create(file.path, mode: 0o755)
+        try FileIO.writeAll(fd, Array(text.utf8))
+        try FileIO.close(fd)
         return file
     }
 
