@@ -136,12 +136,12 @@ struct ThreeStationRun {
         for (device, connections) in byDevice {
             let order = connections.sorted { $0.micros < $1.micros }
             #expect(order.allSatisfy { pids.values.contains($0.station) }, "\(device): \(order.map(\.station))")
-            // The stations in connection order, repeats folded: never back to an earlier one, and each change of
-            // station justified: from s2 after its kill, or from a station whose adapter refused the device a link
-            // (both can happen to one device: s1 refused, s2 took it and was killed, s3 finished it).
+            // The stations in connection order, repeats folded: each change of station justified, from s2 after its
+            // kill or from a station whose adapter refused the device a link. A device may so come back to a station:
+            // s3 refused it, s2 took it and was killed, s3 finished it (1 stress run of 43f15fa failed a rule that
+            // forbade any return). No change without a reason, so no ping-pong.
             var runs: [(station: String, first: Int)] = []
             for connection in order where runs.last?.station != connection.station { runs.append((connection.station, connection.micros)) }
-            #expect(Set(runs.map(\.station)).count == runs.count, "\(device) went back and forth: \(runs.map(\.station))")
             for (from, to) in zip(runs, runs.dropFirst()) {
                 let killed = from.station == "s2" && to.first > killTime
                 let refused = attempts.contains {
