@@ -88,7 +88,7 @@ extension BatchScheduler {
                     if running == 0, stopped || logError != nil { break }
                     // Nothing runs and nothing was left to claim: ask whether anything remains, also while a look
                     // for more is pending (the look would end the batch only after `pollInterval`: a batch whose
-                    // devices finished at different times ended up to a second late, 20 % of a six-sensor wave).
+                    // devices finished at different times ended up to a second late: 0.87 s of a 5.1 s six-bracelet run).
                     if running == 0, exhausted {
                         let remaining: Int
                         do {
