@@ -23,13 +23,22 @@ public struct BatchGrid: Sendable, Equatable {
     /// Adapters per cell (each its own controller and air).
     public var adapters: [Int] = [1]
     public var profiles: [String] = ["bracelet"]
+    /// Runs per cell; a cell's time is their median. On a 2-core host one run of a 1.5 s job varies by a fifth (a
+    /// sensor cell read 78 % of its bound in one run and 90-97 % in others), so one run says more about the host
+    /// than about the scheduler.
+    public var runs = BatchGrid.defaultRuns
+
+    public static let defaultRuns = 3
 
     /// The profiles the batch bench flashes (each has a sample package v2 in the Firmware directory).
     public static let profileNames = ["bracelet", "sensor"]
 
-    /// "8:1,2,4,auto", "4,8:auto"; adapters "1,2"; profiles "bracelet,sensor". Throws ``BenchError/Code/invalidGrid``.
-    public init(parsing text: String, adapters: String, profiles: String) throws(BenchError) {
+    /// "8:1,2,4,auto", "4,8:auto"; adapters "1,2"; profiles "bracelet,sensor"; 1-9 runs per cell. Throws
+    /// ``BenchError/Code/invalidGrid``.
+    public init(parsing text: String, adapters: String, profiles: String, runs: Int = BatchGrid.defaultRuns) throws(BenchError) {
         try self.init(parsing: text)
+        guard (1...9).contains(runs) else { throw BenchError(.invalidGrid, "--grid-runs must be 1 to 9, not \(runs)") }
+        self.runs = runs
         var counts: [Int] = []
         for item in adapters.split(separator: ",") {
             guard let count = Int(item), (1...8).contains(count) else {
@@ -93,10 +102,12 @@ public struct BatchGridCell: Encodable, Sendable, Equatable {
     /// The air alone (no fixed time): every byte at the aggregate rate of the adapters the devices use.
     public var airBoundPerHour: Double
     public var ofBound: Double
+    /// Every run's seconds, in order (``seconds`` is their median).
+    public var runs: [Double]
 
     public init(
         profile: String, adapters: Int, devices: Int, links: String, connections: Int, seconds: Double, devicesPerHour: Double,
-        boundPerHour: Double, airBoundPerHour: Double, ofBound: Double
+        boundPerHour: Double, airBoundPerHour: Double, ofBound: Double, runs: [Double] = []
     ) {
         self.profile = profile
         self.adapters = adapters
@@ -108,6 +119,7 @@ public struct BatchGridCell: Encodable, Sendable, Equatable {
         self.boundPerHour = boundPerHour
         self.airBoundPerHour = airBoundPerHour
         self.ofBound = ofBound
+        self.runs = runs
     }
 }
 
@@ -149,7 +161,8 @@ extension BatchBench {
     }
 
     /// Measures every cell of `grid` (a fresh simulator each): profiles (loaded from `catalog` in turn) x adapters x
-    /// devices x links per adapter, each beside the shared-air model's bound; `progress` hears each result at once.
+    /// devices x links per adapter, each the median of `grid.runs` runs beside the shared-air model's bound; `progress`
+    /// hears each result at once.
     public func measureGrid(
         _ grid: BatchGrid, catalog: ProfileCatalog, progress: (BatchGridProgress) -> Void
     ) async throws(BenchError) -> BatchGridReport {
@@ -175,8 +188,13 @@ extension BatchBench {
                         case .auto: wanted = controller.maximumLinks
                         }
                         let connections = max(1, min(wanted, devices, controller.maximumLinks))
-                        let seconds = try await measure(profile, count: devices, links: connections, adapters: adapters)
-                        let cell = model.cell(adapters: adapters, devices: devices, links: links, connections: connections, seconds: seconds)
+                        var runs: [Double] = []
+                        for _ in 0..<max(1, grid.runs) {
+                            runs.append(try await measure(profile, count: devices, links: connections, adapters: adapters))
+                        }
+                        var cell = model.cell(
+                            adapters: adapters, devices: devices, links: links, connections: connections, seconds: Self.median(runs))
+                        cell.runs = runs
                         cells.append(cell)
                         progress(.cell(cell))
                     }

@@ -53,30 +53,16 @@ struct FlashSettings: Sendable {
 
     static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
 
-    /// The package file, or the package built in memory from `--image` and `--init` (DFUPackage's
-    /// `FirmwarePackage.archive(image:initPacket:)`; the same files give the same bytes, so the same journal).
+    /// The package file, or the package built in memory from `--image` and `--init` (BledfuKit's
+    /// `PackageSource(imageAt:initPacketAt:)`).
     func packageSource() throws(CLIError) -> PackageSource {
-        guard let initPacketPath else {
-            do {
-                return try PackageSource(contentsOf: URL(fileURLWithPath: packagePath))
-            } catch {
-                throw CLIError(error.message, exitCode: ExitCodeRegistry.code(for: error))  // 39 for a file it cannot read
-            }
-        }
-        guard let image = FileManager.default.contents(atPath: packagePath) else {
-            throw CLIError("cannot read the image \(packagePath)", exitCode: ExitCodeRegistry.code("package-other"))
-        }
-        guard let initPacket = FileManager.default.contents(atPath: initPacketPath) else {
-            throw CLIError("cannot read the init packet \(initPacketPath)", exitCode: ExitCodeRegistry.code("package-other"))
-        }
-        let zip: [UInt8]
-        do {
-            zip = try FirmwarePackage.archive(image: [UInt8](image), initPacket: [UInt8](initPacket))
+        do throws(DFUError) {
+            let path = URL(fileURLWithPath: packagePath)
+            guard let initPacketPath else { return try PackageSource(contentsOf: path) }
+            return try PackageSource(imageAt: path, initPacketAt: URL(fileURLWithPath: initPacketPath))
         } catch {
-            throw PackageCLI.cliError(error)
+            throw CLIError(error.message, exitCode: ExitCodeRegistry.code(for: error))  // 39 for a file it cannot read
         }
-        let name = URL(fileURLWithPath: packagePath).lastPathComponent
-        return PackageSource(fileName: name, bytes: zip, sha256: PackageSource.sha256(zip))
     }
 
     /// The updater's request: the package read (and its keys), the device, the options.
@@ -179,19 +165,12 @@ extension FlashSettings.Target {
     }
 }
 
-/// The CLI's line for an update's error: the message, how to continue when the upload is resumable, and the
-/// exit code from the registry.
+/// The CLI's line for an update's error: the message with how to continue (BledfuKit's
+/// `DFUError.messageWithContinuation`) and the exit code from the registry.
 func flashFailure(_ error: DFUError, settings: FlashSettings, device: String) -> CLIError {
-    let hint = "bledfu resume --device \(device)" + (settings.adapter == "any" ? "" : " --adapter \(settings.adapter)")
-    var message = error.message
-    switch error.code {
-    case .stopped: message += "; continue with: \(hint)"
-    case .linkLost, .timeout, .transport, .unconfirmed:
-        if settings.reconnectAttempts == 0 { message += " (--reconnect-attempts 0)" }
-        message += "; continue later with: \(hint)"
-    default: break
-    }
-    return CLIError(message, exitCode: FlashExit.code(for: error))
+    CLIError(
+        error.messageWithContinuation(device: device, adapter: settings.adapter, reconnectAttempts: settings.reconnectAttempts),
+        exitCode: FlashExit.code(for: error))
 }
 
 /// `--capture` and `--trace` for every link of an update: one capture file across reconnects, each link in it with

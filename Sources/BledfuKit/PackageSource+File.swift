@@ -18,6 +18,30 @@ extension PackageSource {
         self.init(fileName: url.lastPathComponent, bytes: bytes, sha256: Self.sha256(bytes))
     }
 
+    /// Secure DFU files that come without a zip (`flash --image APP.bin --init APP.dat`, as the Android library
+    /// takes them): the package is built in memory (DFUPackage's `FirmwarePackage.archive(image:initPacket:)`), named
+    /// after the image. The same two files give the same bytes, so the same SHA-256 and the same journal.
+    public init(imageAt image: URL, initPacketAt initPacket: URL) throws(DFUError) {
+        let imageBytes = try Self.read(image, what: "the image")
+        let initBytes = try Self.read(initPacket, what: "the init packet")
+        let zip: [UInt8]
+        do {
+            zip = try FirmwarePackage.archive(image: imageBytes, initPacket: initBytes)
+        } catch {
+            throw DFUError(.invalidPackage, error.message, cause: error)
+        }
+        self.init(fileName: image.lastPathComponent, bytes: zip, sha256: Self.sha256(zip))
+    }
+
+    private static func read(_ url: URL, what: String) throws(DFUError) -> [UInt8] {
+        do {
+            return [UInt8](try Data(contentsOf: url))
+        } catch {
+            let message = "cannot read \(what) \(url.path): \(FileProblem.reason(error))"
+            throw DFUError(.invalidPackage, message, cause: PackageError(.io, message))
+        }
+    }
+
     /// Lowercase hex SHA-256.
     public static func sha256(_ bytes: [UInt8]) -> String {
         SHA256.hash(data: bytes).map { byte in

@@ -32,6 +32,14 @@ import Testing
         #expect(throws: BenchError(.invalidGrid, "")) { try BatchGrid(parsing: "8:2", adapters: "1", profiles: "watch") }
     }
 
+    /// Each cell is the median of several runs (3 unless `--grid-runs` says otherwise, 1 to 9).
+    @Test func cellsAreMeasuredSeveralTimes() throws {
+        #expect(try BatchGrid(parsing: "8:2", adapters: "1", profiles: "bracelet").runs == 3)
+        #expect(try BatchGrid(parsing: "8:2", adapters: "1", profiles: "bracelet", runs: 5).runs == 5)
+        #expect(throws: BenchError(.invalidGrid, "")) { try BatchGrid(parsing: "8:2", adapters: "1", profiles: "bracelet", runs: 0) }
+        #expect(throws: BenchError(.invalidGrid, "")) { try BatchGrid(parsing: "8:2", adapters: "1", profiles: "bracelet", runs: 10) }
+    }
+
     /// The single device's time is the median of its runs: one slow or fast run does not move every bound.
     @Test func theSingleDeviceIsTheMedianOfItsRuns() {
         #expect(BatchBench.singleRuns >= 3)

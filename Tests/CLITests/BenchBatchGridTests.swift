@@ -39,6 +39,16 @@ import Testing
         let line = BenchBatch.gridLine(cell)
         #expect(line.contains("bracelet, 2 adapter(s),   6 devices, links auto (3 each)"), "\(line)")
         #expect(line.contains("2909 devices/h") && line.contains("4980/h") && line.contains("58 %"), "\(line)")
+        #expect(!line.contains("median"), "\(line)")
+        var measured = cell
+        measured.runs = [7.61, 7.43, 7.40]
+        #expect(BenchBatch.gridLine(measured).contains("7.43 s (median of 3, 7.40-7.61)"), "\(BenchBatch.gridLine(measured))")
+    }
+
+    @Test func gridRunsIsPassedOnAndChecked() throws {
+        #expect(try BenchBatch.parse(["--grid", "8:auto"]).parsedGrid()?.runs == 3)
+        #expect(try BenchBatch.parse(["--grid", "8:auto", "--grid-runs", "5"]).parsedGrid()?.runs == 5)
+        #expect(throws: (any Error).self) { try BenchBatch.parse(["--grid", "8:auto", "--grid-runs", "0"]) }
     }
 
     @Test func theGridSpansAdaptersAndProfiles() throws {

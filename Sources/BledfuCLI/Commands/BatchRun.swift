@@ -5,7 +5,6 @@ import Batch
 import Foundation
 import LineStore
 import Synchronization
-import VirtualRadio
 
 /// `bledfu batch [run] PLAN`: runs a production-line plan (docs/batch.md).
 struct BatchRun: AsyncParsableCommand {
@@ -51,7 +50,7 @@ struct BatchRun: AsyncParsableCommand {
         // above a known limit is refused.
         let plan: BatchPlan
         do throws(PlanError) {
-            plan = try loaded.resolvingAuto(limit: Self.controllerLinks)
+            plan = try loaded.resolvingAuto(limit: \.controllerLinks)
         } catch {
             throw CLIError("plan \(planURL.path): \(error)", exitCode: BatchExit.planInvalid)
         }
@@ -78,16 +77,6 @@ struct BatchRun: AsyncParsableCommand {
             throw error
         }
         await log.close()
-    }
-
-    /// The links the adapter's controller carries, when bledfu knows it: a virtual adapter's controller profile
-    /// (docs/virtual-radio.md §4.2). A real adapter's controller does not say (nil: `auto` starts at 5 and the
-    /// scheduler lowers it when the controller refuses a link).
-    static func controllerLinks(_ adapter: BatchPlan.Adapter) -> Int? {
-        guard adapter.name.hasPrefix("virtual:"), let radio = VirtualRadio.parse(String(adapter.name.dropFirst(8))) else {
-            return nil
-        }
-        return VirtualController(radio: radio.directory, name: radio.adapter).profile().maximumLinks
     }
 
     func runStation(plan: BatchPlan, packages: [String: PackageInfo], planURL: URL, database: String, state: URL, log: BatchLog)
@@ -164,35 +153,28 @@ struct BatchRun: AsyncParsableCommand {
         if summary.failed > 0 { throw CLIError("\(summary.failed) device(s) failed", exitCode: BatchExit.devicesFailed) }
     }
 
-    /// The plan's explicit devices, then whatever discovery finds (explicit entries win). `known`: the batch's
-    /// devices in the database, which count toward `discover.expect`.
+    /// The plan's devices and what discovery finds (Batch's `DeviceDiscovery.targets`), on the plan's adapters.
     static func targets(_ plan: BatchPlan, known: Set<BluetoothAddress>, console: BatchConsole) async throws(CLIError) -> [BatchTarget] {
-        var targets = plan.devices.map {
-            BatchTarget(peer: PeerAddress($0.address, type: $0.addressType), className: $0.className)
-        }
-        guard !plan.discovery.rules.isEmpty else { return targets }
         var adapters: [any BLEAdapter] = []
-        for name in Set(plan.adapters.map(\.name)).sorted() {
-            do {
-                adapters.append(try makeFlashAdapter(name))
-            } catch let error as CLIError {
-                throw error
-            } catch {
-                throw CLIError("adapter \(name): \(error)", exitCode: BledfuExit.noAdapter)
+        if !plan.discovery.rules.isEmpty {
+            for name in Set(plan.adapters.map(\.name)).sorted() {
+                do {
+                    adapters.append(try makeFlashAdapter(name))
+                } catch let error as CLIError {
+                    throw error
+                } catch {
+                    throw CLIError("adapter \(name): \(error)", exitCode: BledfuExit.noAdapter)
+                }
             }
+            console.message("scanning for up to \(plan.discovery.duration) s")
         }
-        console.message("scanning for up to \(plan.discovery.duration) s")
-        let found: [BatchTarget]
         do {
-            found = try await DeviceDiscovery.discover(plan.discovery, adapters: adapters, known: known.union(targets.map(\.address)))
+            return try await DeviceDiscovery.targets(plan, known: known, adapters: adapters)
         } catch let error as AdapterError {
             throw CLIError(error)
         } catch {
             throw CLIError("scan failed: \(error)", exitCode: BledfuExit.failure)
         }
-        let explicit = Set(targets.map(\.address))
-        targets += found.filter { !explicit.contains($0.address) }
-        return targets
     }
 
     /// The `bledfu` binary the per-device flashes run: `--bledfu`, else this very executable.

@@ -44,6 +44,10 @@ struct BenchBatch: AsyncParsableCommand {
         name: .long,
         help: ArgumentHelp("With --grid: the device profiles to measure (default: --profile).", valueName: "profile[,profile...]"))
     var gridProfiles: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp("With --grid: runs per cell (1-9); a cell's time is their median.", valueName: "n"))
+    var gridRuns = BatchGrid.defaultRuns
     @Flag(name: .long, help: "Print one JSON object.") var json = false
     @Option(name: .long, help: .hidden) var bledfu: String?
 
@@ -60,7 +64,7 @@ struct BenchBatch: AsyncParsableCommand {
     func parsedGrid() throws(ValidationError) -> BatchGrid? {
         guard let grid else { return nil }
         do throws(BenchError) {
-            return try BatchGrid(parsing: grid, adapters: gridAdapters, profiles: gridProfiles ?? profile)
+            return try BatchGrid(parsing: grid, adapters: gridAdapters, profiles: gridProfiles ?? profile, runs: gridRuns)
         } catch {
             throw ValidationError(error.message)
         }

@@ -31,11 +31,14 @@ extension BenchBatch {
         }
     }
 
+    /// One cell: its time (with several runs, their median and the spread), its rate, the bound and the air alone.
     static func gridLine(_ cell: BatchGridCell) -> String {
-        String(
-            format: "%@, %d adapter(s), %3d devices, links %@ (%d each): %7.2f s, %7.0f devices/h; model bound %7.0f/h (%3.0f %%), "
+        let spread = cell.runs.count > 1
+            ? String(format: " (median of %d, %.2f-%.2f)", cell.runs.count, cell.runs.min() ?? 0, cell.runs.max() ?? 0) : ""
+        return String(
+            format: "%@, %d adapter(s), %3d devices, links %@ (%d each): %7.2f s%@, %7.0f devices/h; model bound %7.0f/h (%3.0f %%), "
                 + "air alone %7.0f/h",
-            cell.profile, cell.adapters, cell.devices, cell.links, cell.connections, cell.seconds, cell.devicesPerHour,
+            cell.profile, cell.adapters, cell.devices, cell.links, cell.connections, cell.seconds, spread, cell.devicesPerHour,
             cell.boundPerHour, cell.ofBound * 100, cell.airBoundPerHour)
     }
 }
