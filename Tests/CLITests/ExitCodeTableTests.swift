@@ -147,7 +147,9 @@ import Testing
             try FileManager.default.createDirectory(atPath: scratch.path("radio"), withIntermediateDirectories: true)
             return ["gatt", "list", "--adapter", "virtual:\(scratch.path("radio"))", "--device", device, "--timeout", "1"]
         }, says: "no such virtual device"),
-        18: .mapped(why: "EBUSY on an existing link is a kernel's (tools/vm-test bluetoothd)", error: "AdapterError.busy"),
+        18: .mapped(
+            why: "EBUSY on a link another program holds is a kernel's; BlueZSocketTests.immediateEBUSYTellsItsTwoCausesApart injects it",
+            error: "AdapterError.busy"),
         19: .mapped(why: "the virtual radio reports a device that stopped listening as not found", error: "AdapterError.connectionRefused"),
         20: .elsewhere(file: "ExitCodeDeviceTests.swift", test: "attErrorsEndIn20", check: "status == 20"),
         21: .mapped(why: "the virtual controller's refusal is TransportTests.VirtualControllerTests'", error: "AdapterError.noFreeLink"),
