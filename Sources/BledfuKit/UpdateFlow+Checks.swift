@@ -70,11 +70,6 @@ extension UpdateFlow {
         return result
     }
 
-    /// "the device waits in its bootloader at C6:…:02; `bledfu device reset C6:…:02` brings it back".
-    static func waiting(at address: BluetoothAddress) -> String {
-        "the device waits in its bootloader at \(address); `bledfu device reset \(address)` brings it back"
-    }
-
     /// Where a device went after it was asked to leave its updater.
     enum AfterLeaving: Sendable, Hashable {
         case application(PeerAddress)

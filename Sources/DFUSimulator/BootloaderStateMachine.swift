@@ -191,8 +191,11 @@ public struct BootloaderStateMachine: Sendable {
         case .calculateChecksum: checksum(into: &actions)
         case .execute: execute(now: now, into: &actions)
         case .select(let type): select(type, into: &actions)
+        case .abort where profile.sdk.major < 15:
+            // SDK 12-14 have no Abort: their request handler answers it as an unknown opcode and the bootloader stays.
+            actions.append(.notify(response(opcode, .failure(.opCodeNotSupported))))
         case .abort:
-            // bootloader_reset(true): no response, reset at once.
+            // SDK 15+ (NRF_DFU_OP_ABORT): bootloader_reset(true), no response, reset at once.
             flash.drain()
             rebooted()
             actions.append(.reboot(into: bootMode))

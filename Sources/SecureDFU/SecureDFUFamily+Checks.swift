@@ -103,8 +103,11 @@ extension SecureDFUFamily {
     /// `sd_req` 0x00: the application overwrites the SoftDevice (`SD_REQ_APP_OVERWRITES_SD`).
     static var sdReqAppOverwritesSD: UInt32 { 0 }
 
-    /// Abort (`0C`, SDK 15+): `bootloader_reset(true)`, and a device whose application is still valid boots it
-    /// (`nrf_bootloader.c`). SDK 12-14 bootloaders do not know the opcode; the inactivity timeout brings them back.
+    /// Abort (`0C`, SDK 15+): `bootloader_reset(true)` at once, no response, and a device whose application is still
+    /// valid boots it (`nrf_bootloader.c`). SDK 12-14 bootloaders do not know the opcode: the request handler answers
+    /// it like any unknown one (`60 0C 02`, Op code not supported) and the bootloader stays. So after the write the
+    /// family waits (at most the response timeout) for either: the link dropping is the reset, an answer to Abort is
+    /// the refusal (the device leaves on a power cycle or its own inactivity timeout), silence is taken as the reset.
     public func leaveUpdater(on link: DFULink, context: UpdateContext) async -> UpdaterExit {
         let transport: GATTDFUTransport
         do {
@@ -115,9 +118,21 @@ extension SecureDFUFamily {
         do {
             try await transport.writeControlPoint(ControlPointRequest.abort.encoded)
         } catch where error.code == .disconnected {
-            // The bootloader resets at once; the write's response may never come.
+            return .requested  // the bootloader reset at once; the write's response may never come
         } catch {
             return .unsupported("the bootloader refused Abort: \(error.reason)")
+        }
+        let answers = transport.controlPointNotifications
+        let answer = await context.withDeadline(context.options.responseTimeout) { () -> ControlPointResponse? in
+            for await bytes in answers {
+                if let response = try? ControlPointResponse(decoding: bytes), response.request == .abort { return response }
+            }
+            return nil  // the link closed: the reset
+        }
+        if let response = answer ?? nil, response.status != .success {
+            return .unsupported(
+                "the bootloader answered Abort with \(response.status), as SDK 12-14 do: it leaves on a power cycle or its own "
+                    + "inactivity timeout")
         }
         return .requested
     }

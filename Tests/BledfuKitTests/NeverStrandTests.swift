@@ -122,6 +122,42 @@ import Testing
         #expect(state.installed.application?.version == 1)
     }
 
+    /// An SDK 14 bootloader has no Abort: it answers `60 0C 02` and stays. The line says where the device waits and
+    /// why nothing the host can send brings it back (not "no valid application": its application is intact), and
+    /// `leaveUpdater` (`bledfu device reset`) says the same.
+    @Test func aBootloaderWithoutAbortIsNamedWhereItWaits() async throws {
+        var profile = KitFixture.profile()
+        profile.sdkVersion = "14.2.0"
+        profile.publicKeys = [PackageKeys.generatePrivateKeyPEM()]
+        profile.requireSignedApp = true
+        let device = VirtualDevice(profile: profile, clock: ContinuousClock())
+        let updater = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock())
+        let package = try Self.securePackage(keyPEM: PackageKeys.generatePrivateKeyPEM())
+        let (error, events) = try await Self.failing(updater, KitFixture.request(package))
+        #expect(Self.jumped(events))
+        #expect(error.code == .remoteRefusal, "\(error)")
+        let bootloader = KitFixture.address.nordicBootloaderAddress
+        #expect(
+            error.message.hasSuffix(
+                "; the device waits in its bootloader at \(bootloader) (the bootloader answered Abort with opcode not supported "
+                    + "(0x02), as SDK 12-14 do: it leaves on a power cycle or its own inactivity timeout)"),
+            "\(error.message)")
+        #expect(error.location?.addresses.first == bootloader)
+        #expect(await device.state().mode == .bootloader)
+        #expect(await device.state().installed.application?.version == 1)
+
+        let target = UpdateTarget.address(PeerAddress(KitFixture.address, type: .random))
+        do {
+            _ = try await updater.leaveUpdater(InspectionRequest(target: target))
+            Issue.record("an SDK 14 bootloader left on Abort")
+        } catch {
+            #expect(
+                error.message.hasPrefix("the device stays in its bootloader at \(bootloader): the bootloader answered Abort with opcode not supported"),
+                "\(error.message)")
+        }
+        #expect(await device.state().mode == .bootloader)
+    }
+
     /// A device that does not tell its Hardware Revision: the hardware version is named as not checked, the device
     /// jumps, its bootloader refuses the init packet (HW version failure), and Abort brings it back to its
     /// application; the line says so.

@@ -143,4 +143,17 @@ struct ControlPointTests {
         let actions = c.cp([0x0C])
         #expect(actions == [.reboot(into: .application)])
     }
+
+    @Test("An SDK 12-14 bootloader has no Abort: it answers Op code not supported and stays")
+    func abortBeforeSDK15() {
+        for sdk in ["12.3.0", "14.2.0"] {
+            var c = Conversation(Fixture.profile(sdk: sdk))
+            // 60 0C 02: response to Abort, Op code not supported; no reboot
+            #expect(c.cp([0x0C]) == [.notify([0x60, 0x0C, 0x02])], "SDK \(sdk)")
+            // Still in the bootloader, taking requests: 60 06 01 | max 256 | offset 0 | crc 0
+            #expect(c.ask([0x06, 0x01]) == [[0x60, 0x06, 0x01, 0x00, 0x01, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0]], "SDK \(sdk)")
+        }
+        var sdk15 = Conversation(Fixture.profile(sdk: "15.0.0"))
+        #expect(sdk15.cp([0x0C]) == [.reboot(into: .application)])
+    }
 }
