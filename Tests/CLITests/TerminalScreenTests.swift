@@ -73,6 +73,9 @@ import Testing
         }
         for lines in first.screens { Self.expectFits(lines, width: width) }
         #expect(!Self.progressRows(first.lines).isEmpty, "no progress line was seen: \(first.lines.joined(separator: "\n"))")
+        // No colour (README): the screen with the progress line on it carries no text attribute.
+        let attributed = try screen.attributedText()
+        #expect(!attributed.contains("\u{1B}["), "an attribute on the screen: \(attributed.debugDescription)")
         var seen = first.screens.flatMap(Self.progressRows)
         var current = width
         if let resizeTo {
@@ -91,6 +94,7 @@ import Testing
         seen += end.screens.flatMap(Self.progressRows)
         #expect(end.met, "flash did not end: \(end.lines.joined(separator: "\n"))")
         Self.expectFinished(end.lines)
+        #expect(!(try screen.attributedText()).contains("\u{1B}["), "an attribute on the final screen")
         if width >= 200 && resizeTo == nil {
             // Wide enough for every field: nothing was left out.
             #expect(seen.contains { $0.contains("retries") && $0.contains("kB/s") && $0.contains("ETA") }, "\(Set(seen))")

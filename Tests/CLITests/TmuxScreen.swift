@@ -32,6 +32,12 @@ final class TmuxScreen: @unchecked Sendable {
         return rows.map { String($0.reversed().drop(while: { $0 == " " }).reversed()) }
     }
 
+    /// The screen with its text attributes (`capture-pane -e`: each colour, bold or underline as its SGR escape
+    /// sequence, `ESC [ ... m`); plain text has none.
+    func attributedText() throws -> String {
+        try run(["-L", socket, "capture-pane", "-p", "-e", "-t", session])
+    }
+
     func resize(width: Int, height: Int) throws {
         try run(["-L", socket, "resize-window", "-t", session, "-x", "\(width)", "-y", "\(height)"], capture: false)
     }
