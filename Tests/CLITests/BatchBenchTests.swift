@@ -21,6 +21,18 @@ import Testing
         #expect(result.ratio < 8, "16 devices took \(result.ratio)x one device")
     }
 
+    /// `--max-ratio` below any ratio a run can reach (parallel is never faster than one device alone): the command
+    /// measures, prints its line, and ends with one error line and exit 55 (`bench-goal-missed`).
+    @Test(.timeLimit(.minutes(3))) func aMissedGoalIsExit55() async throws {
+        let result = try await CLIRunner.run(
+            ["bench", "batch", "--profile", "sensor", "--devices", "2", "--speedup", "8", "--max-ratio", "0.5"],
+            environment: ["BLEDFU_FIRMWARE_DIR": CLIRunner.repositoryRoot.appendingPathComponent("Firmware").path], timeout: 150)
+        #expect(result.status == 55, "\(result.stderr)")
+        #expect(result.stdout.contains("2 devices in parallel"), "\(result.stdout)")
+        let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("bledfu: error:") }
+        #expect(errors.count == 1 && errors.first?.contains("exceeds --max-ratio 0.50") == true, "\(result.stderr)")
+    }
+
     @Test func badOptionsAreRejected() {
         #expect(throws: (any Error).self) { try BenchBatch.parse(["--devices", "0"]) }
         #expect(throws: (any Error).self) { try BenchBatch.parse(["--profile", "toaster"]) }
