@@ -78,6 +78,12 @@ public struct ProcessFlasher: DeviceFlasher {
             mode: .application, applicationVersion: revision.flatMap { UInt32($0) }, name: inspection.information.name)
     }
 
+    /// The child's own watchdog (`flash --stall-timeout`, seconds): 30 s below the line's `flash.stall_timeout`, at
+    /// least 30 (the flag's minimum). A stalled child then cancels its update, closes its link and ends with exit 49
+    /// (`stalled`, resumable) before the line kills it (exit 59, SIGKILL) at the line's limit; with the child's
+    /// default (120 s) and the line's default (120 s) the line killed first. Below 40 s the line may still kill first.
+    static func childStallTimeout(_ lineLimit: Double) -> Int { max(30, Int(lineLimit.rounded(.down)) - 30) }
+
     /// `bledfu flash` arguments for one job.
     func arguments(_ job: FlashJob) -> [String] {
         var arguments = [
@@ -86,6 +92,7 @@ public struct ProcessFlasher: DeviceFlasher {
             "--scan-timeout", "\(job.options.scanTimeout)", "--reboot-delay", "\(job.options.rebootDelay)",
             "--reconnect-attempts", "\(job.options.reconnectAttempts)", "--timeout", "\(job.options.timeout)",
         ]
+        arguments += ["--stall-timeout", "\(Self.childStallTimeout(job.options.effectiveStallTimeout))"]
         for key in job.options.keys { arguments += ["--key", key] }
         if let name = job.bootloaderName { arguments += ["--bootloader-name", name] }
         if let uuid = job.options.serviceUUID { arguments += ["--service-uuid", uuid] }

@@ -30,6 +30,19 @@ import Testing
         #expect(tooLong.status == 64, "\(tooLong.stderr)")
     }
 
+    /// `smp` and `image` commands on a device without the SMP service (a Secure DFU bracelet): one line, exit 45
+    /// (`no-update-service`), as `flash` ends there.
+    @Test func aDeviceWithoutSMPIsExit45() async throws {
+        let simulator = try SimulatorProcess(["--device", "bracelet", "--speedup", "50"])
+        defer { simulator.cleanUp() }
+        #expect(await simulator.waitUntil(timeout: 60) { !simulator.files(".adv").isEmpty }, "\(simulator.stderr)")
+        for command in [["smp", "params"], ["image", "list"]] {
+            let result = try await run(simulator, command + ["--device", "C6:05:04:03:02:01"])
+            #expect(result.status == 45, "\(command): \(result.stderr)")
+            #expect(result.errorLines.count == 1, "\(command): \(result.stderr)")
+        }
+    }
+
     /// A device without `CONFIG_MCUMGR_GRP_OS_MCUMGR_PARAMS` answers ENOTSUP: one line naming it, exit 40.
     @Test func paramsRefusedByADeviceWithoutThem() async throws {
         let path = try SMPCLIRefusalTests.profile { $0.smp.mcumgrParameters = false }
