@@ -147,6 +147,43 @@ enum KitFixture {
     }
 
     /// A stop requested during the transfer ends at the next safe point; a second run continues from the journal.
+    /// `abortOnCancel` (`flash --abort-on-cancel`): a cancelled upload ends with Abort, the device discards it, and the
+    /// journal goes (nothing is left to resume); without it a cancel keeps the journal (resumable). Neither installs
+    /// anything: the device keeps version 1.
+    @Test(arguments: [true, false]) func cancellingWithAndWithoutAbort(abort: Bool) async throws {
+        var profile = KitFixture.profile()
+        profile.speedup = 5  // the image takes long enough for the cancel to land inside it
+        let device = VirtualDevice(profile: profile, clock: ContinuousClock())
+        let journal = InMemoryUpdateJournalStore()
+        let updater = Updater(adapter: VirtualDeviceAdapter(devices: [device]), clock: ContinuousClock(), journal: journal)
+        // 40 KB: about ten objects, so the cancel lands inside the image even when the host is slow to read events.
+        let image = SyntheticPackage.image(40_000, seed: 8)
+        let package = SyntheticPackage.source(try SyntheticPackage.secureApplication(image), fileName: "app.zip")
+        var request = KitFixture.request(package)
+        request.options.abortOnCancel = abort
+        let run = updater.start(request)
+        var cancelledAt: Int?
+        for await event in run {
+            // Past the first object: it was executed, so the journal holds it.
+            if case .progress(let progress) = event, progress.bytes > 4096, cancelledAt == nil {
+                cancelledAt = progress.bytes
+                run.cancel()
+            }
+        }
+        let at = try #require(cancelledAt)
+        #expect(at < image.count)
+        do {
+            _ = try await run.result()
+            Issue.record("a cancelled update succeeded")
+        } catch {
+            #expect(error.code == .cancelled, "\(error)")
+            #expect(error.message == (abort ? "aborted: the device discarded the upload" : "cancelled; the upload is resumable"))
+        }
+        let saved = try await journal.load(deviceAddress: KitFixture.address.description, packageSHA256: package.sha256)
+        #expect((saved == nil) == abort, "journal: \(String(describing: saved))")
+        #expect(await device.state().installed.application?.version == 1)
+    }
+
     @Test func stopAtASafePointThenResume() async throws {
         let device = VirtualDevice(profile: KitFixture.profile(application: false), clock: ContinuousClock())
         let adapter = VirtualDeviceAdapter(devices: [device], link: .inMemory)

@@ -127,7 +127,10 @@ struct BatchInterruptTests {
     func firstInterruptStopsAtSafePoints() async throws {
         let (line, plan) = try await Self.line()
         defer { line.cleanUp() }
-        let batch = try RunningBatch(["batch", plan, "--json"] + line.batchArguments)
+        let errors = line.state.deletingLastPathComponent().appendingPathComponent("batch.err")
+        let errorsFD = try FileIO.create(errors.path)
+        let batch = try RunningBatch(["batch", plan, "--json"] + line.batchArguments, standardError: .descriptor(errorsFD))
+        _ = system_close(errorsFD)
         let state = line.state
         let child = batch.child
         let sent = await batch.when({ Self.allUploading($0, stateDirectory: state) }, then: { child.signal(SIGINT) })
@@ -138,8 +141,13 @@ struct BatchInterruptTests {
         let stopping = try #require(lines.firstIndex { $0.contains("\"event\":\"message\"") && $0.contains("stopping") })
         #expect(!lines[..<stopping].contains { $0.contains("\"event\":\"finished\"") })
         #expect(lines[stopping].contains("3 running device(s) stop at their next safe point and stay pending"))
+        #expect(lines[stopping].contains("(Ctrl-C again quits at once)"))
         #expect(await batch.waitForEnd())
         #expect(await batch.child.wait(timeout: .seconds(120)) == .exited(130))
+        // One error line saying how to go on (docs/batch.md "Ctrl-C").
+        let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        let errorLines = stderr.split(separator: "\n").filter { $0.hasPrefix("bledfu: error:") }
+        #expect(errorLines == ["bledfu: error: interrupted; run the same command again to finish"], "\(stderr)")
         let result = try #require(batch.events("result").last)
         #expect(result["interrupted"] as? Bool == true)
         #expect(result["pending"] as? Int == 3)
