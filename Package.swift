@@ -301,7 +301,7 @@ var targets: [Target] = [
     .testTarget(
         name: "BatchTests",
         dependencies: [
-            "Batch", "DFUProtocol", "BLECore", "VirtualRadio", "TestDoubles", .product(name: "GRDB", package: "GRDB.swift"),
+            "Batch", "DFUProtocol", "BLECore", "VirtualRadio", "LinuxIO", "TestDoubles", .product(name: "GRDB", package: "GRDB.swift"),
         ],
         swiftSettings: swiftSettings
     ),

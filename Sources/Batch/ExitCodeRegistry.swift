@@ -201,6 +201,10 @@ public enum ExitCodeRegistry {
             "`batch`: an adapter disappeared mid-batch (unplugged: ENODEV) and devices are left pending; plug it back in and rerun",
             scope: .batch),
         ExitCodeEntry(
+            61, "batch-stalled",
+            "`batch`: the run itself stopped (no heartbeat and no event for its backstop's limit: no task of bledfu runs any more) and its backstop ended it; running devices keep their journals: run the same command again",
+            scope: .batch),
+        ExitCodeEntry(
             64, "usage", "bad arguments",
             ["argument errors", "DFUError.unknown-family", "DFUError.invalid-option", "PackageError.invalid-options",
              "SimulatorError (other codes)", "BenchError.no-firmware", "BenchError.invalid-grid"],

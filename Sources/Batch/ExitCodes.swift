@@ -91,6 +91,8 @@ public enum BatchExit {
     /// An adapter disappeared mid-batch (USB pulled, ENODEV; a virtual radio's directory removed) and devices are
     /// left pending with no adapter to run them.
     public static let adapterGone = ExitCodeRegistry.code("batch-adapter-gone")
+    /// The run itself stopped (no heartbeat, no event) and its backstop ended it (``BatchBackstop``).
+    public static let stalled = ExitCodeRegistry.code("batch-stalled")
 
     /// The codes `batch` ends with (and a device attempt's own), as the registry words them.
     public static let table: [(Int32, String)] = ExitCodeRegistry.entries

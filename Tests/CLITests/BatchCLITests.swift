@@ -17,7 +17,7 @@ import Testing
         #expect(report.format == .junit && report.output == "r.xml")
         #expect(throws: (any Error).self) { try BatchReport.parse(["--format", "xml"]) }
         #expect(throws: (any Error).self) { try BatchRun.parse([]) }
-        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 60, 130])
+        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 60, 61, 130])
     }
 
     /// `bledfu flash --json` events become progress and an outcome (the cause, the exit code, retry or not).

@@ -86,7 +86,7 @@ import Testing
     /// entries: `flash --help` lists the update codes, `batch --help` the station's own and a device attempt's,
     /// and a package or command line refused as such is not retried.
     @Test func scopesAndRetriesAreRegistryAttributes() {
-        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 60, 130])
+        #expect(BatchExit.table.map(\.0) == [0, 50, 51, 52, 53, 54, 56, 57, 58, 59, 60, 61, 130])
         #expect(FlashExit.codes.contains(0) && FlashExit.codes.contains(43) && FlashExit.codes.contains(130))
         #expect(FlashExit.codes.allSatisfy { ExitCodeRegistry.entry($0)?.scope.contains(.update) == true })
         #expect(!FlashExit.codes.contains(50) && !FlashExit.codes.contains(55) && !FlashExit.codes.contains(59))

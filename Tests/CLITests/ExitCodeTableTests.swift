@@ -207,6 +207,9 @@ import Testing
         58: .elsewhere(file: "LineCLITests.swift", test: "badLineInputGetsOneLineAndItsExitCode", check: "status == 58"),
         59: .elsewhere(file: "BatchStallTests.swift", test: "aChildThatHangsIsKilledAndTheAttemptFailsWith59", check: "exitCode == 59"),
         60: .elsewhere(file: "BatchBadInputTests.swift", test: "anAdapterPulledMidBatch", check: ".exited(60)"),
+        61: .mapped(
+            why: "a run whose every thread is blocked needs a product fault; ProcessBackstopTests fire the backstop, BatchBackstopTests its line",
+            error: "batch-stalled"),
         64: .run({ _ in ["scan", "--min-rssi"] }, says: "see 'bledfu scan --help'"),
         130: .elsewhere(file: "FlashResilienceTests.swift", test: "secondInterruptExitsAtOnce", check: "130"),
     ]

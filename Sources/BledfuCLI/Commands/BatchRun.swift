@@ -4,6 +4,7 @@ import BLECore
 import Batch
 import Foundation
 import LineStore
+import LinuxIO
 import Synchronization
 
 /// `bledfu batch [run] PLAN`: runs a production-line plan (docs/batch.md).
@@ -104,11 +105,17 @@ struct BatchRun: AsyncParsableCommand {
         let flasher = ProcessFlasher(
             executable: Self.executable(bledfu), stateDirectory: state, logDirectory: state.appendingPathComponent("batch-logs"),
             makeAdapter: makeFlashAdapter)
+        // The last resort behind the scheduler's own deadlines (Batch's BatchBackstop): fed by every heartbeat and event.
+        let backstop = BatchBackstop.start(lease: lease)
+        defer { backstop.stop() }
         var scheduler = BatchScheduler(
             plan: plan, packages: packages, flasher: journals.wrap(flasher),
             log: log, batch: batchName, station: stationInfo)
         scheduler.isRunning = LineStation.isRunning
-        scheduler.afterHeartbeat = { await journals.pushInFlight() }
+        scheduler.afterHeartbeat = {
+            backstop.feed()
+            await journals.pushInFlight()
+        }
         scheduler.leaseLost = { reason in
             // Exiting closes the children's event pipes: each `bledfu flash` child stops at once (ReaderWatch).
             Console.errorRaw("bledfu: error: \(reason)")
@@ -116,7 +123,10 @@ struct BatchRun: AsyncParsableCommand {
         }
         scheduler.force = force
         if force { scheduler.plan.policies.skipAtTargetVersion = false }
-        scheduler.events = { console.handle($0) }
+        scheduler.events = {
+            backstop.feed()
+            console.handle($0)
+        }
         let stop = Mutex(false)
         scheduler.shouldStop = { stop.withLock { $0 } }
         // The children run in process groups of their own: the terminal's Ctrl-C reaches this process alone, which
